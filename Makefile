@@ -1,0 +1,34 @@
+# Transformers by counting: the two set-up commands are `make lab` and `make test`.
+# Both create .venv (Python 3.11, pinned packages from requirements.txt) if needed; both are idempotent.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: lab test release grade clean-venv
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+## Open the course in JupyterLab (lesson 1 first).
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.root_dir=. notebooks/
+
+## Run the whole test suite (what CI runs).
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+## Regenerate the student release notebooks/ from solutions/ with nbgrader.
+release: $(STAMP)
+	$(BIN)/python -m course_tools.release
+
+## Grade a folder of submissions: make grade SUBMISSIONS=path/to/folder [OUT=grading]
+grade: $(STAMP)
+	$(BIN)/python -m course_tools.grade $(SUBMISSIONS) --out $(or $(OUT),grading)
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,30 @@
+"""course_lib: counters and toy models for "Transformers by counting".
+
+    import course_lib as cl
+    s = cl.load_card("gpt2")
+    cl.count_params(s).total          # 124,439,808 parameters
+
+Modules, one idea each: ``shapes`` (the ModelShape dataclass), ``cards`` (Hugging Face
+config.json → shape, shipped cards), ``params`` (parameters by part), ``memory`` (weight and
+KV-cache bytes, requests that fit), ``flops`` (multiply-adds, FLOPs, arithmetic intensity),
+``units`` (dtypes, GiB vs GB), ``checks`` (notebook checks with feedback).
+Nothing runs on import.
+"""
+from .cards import CardError, card_config, card_names, load_card, shape_from_config
+from .flops import (ForwardMacs, arithmetic_intensity, forward_flops_per_token, forward_macs,
+                    forward_macs_per_token, training_flops_per_token, weight_macs_per_token)
+from .memory import (cached_tokens, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token,
+                     requests_that_fit, weight_bytes)
+from .params import ParamCounts, block_params, count_params
+from .shapes import ModelShape, gpt2_shape, llama_shape
+from .units import GB, GiB, dtype_bytes, gb, gib, parse_size
+
+__all__ = [
+    "CardError", "card_config", "card_names", "load_card", "shape_from_config",
+    "ForwardMacs", "arithmetic_intensity", "forward_flops_per_token", "forward_macs",
+    "forward_macs_per_token", "training_flops_per_token", "weight_macs_per_token",
+    "cached_tokens", "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_token",
+    "requests_that_fit", "weight_bytes", "ParamCounts", "block_params", "count_params",
+    "ModelShape", "gpt2_shape", "llama_shape", "GB", "GiB", "dtype_bytes", "gb", "gib",
+    "parse_size",
+]

@@ -1,0 +1,73 @@
+"""Memory: the bytes of the weights and of the KV cache, and how many requests fit.
+
+Units are bytes throughout (convert with ``units.gib``).  Source for the cache formula: each
+layer keeps one key and one value vector per key/value head per token (Pope et al. 2022,
+"Efficiently Scaling Transformer Inference", arxiv.org/abs/2211.05102):
+
+    cache bytes = 2 × n_layers × n_kv_heads × d_head × tokens × bytes per number
+"""
+from __future__ import annotations
+
+import math
+
+from .params import count_params
+from .shapes import ModelShape
+from .units import dtype_bytes
+
+
+def _dtype_of(s: ModelShape, dtype: str | None) -> str:
+    # The card's own dtype when none is asked for; float32 (transformers' default) otherwise.
+    return dtype or s.dtype or "fp32"
+
+
+def weight_bytes(s: ModelShape, dtype: str | None = None) -> int:
+    """Bytes to hold every parameter (total, not active) at ``dtype``.
+
+    ``dtype`` defaults to the card's ``torch_dtype``, else fp32.  Raises ValueError for an
+    unknown dtype."""
+    return math.ceil(count_params(s).total * dtype_bytes(_dtype_of(s, dtype)))
+
+
+def kv_cache_bytes_per_token(s: ModelShape, dtype: str | None = None) -> int:
+    """Bytes of keys and values one token adds to the cache: 2·n_layers·n_kv_heads·d_head·bytes.
+
+    Grouped-query attention enters through ``n_kv_heads``; the sliding window does not change
+    the per-token figure, only how many tokens are kept (see ``kv_cache_bytes_per_sequence``)."""
+    return math.ceil(2 * s.n_layers * s.n_kv_heads * s.d_head * dtype_bytes(_dtype_of(s, dtype)))
+
+
+def cached_tokens(s: ModelShape, n_tokens: int) -> int:
+    """Tokens a sequence of ``n_tokens`` keeps in the cache: all, or the last ``sliding_window``."""
+    if n_tokens < 0:
+        raise ValueError(f"n_tokens={n_tokens} must be non-negative")
+    return n_tokens if s.sliding_window is None else min(n_tokens, s.sliding_window)
+
+
+def kv_cache_bytes_per_sequence(s: ModelShape, n_tokens: int, dtype: str | None = None) -> int:
+    """Bytes of KV cache for one sequence of ``n_tokens`` (a sliding window caps the tokens kept).
+
+    Example: a 7B-class shape (32 layers, 32 kv heads of 128) at 8,192 tokens in 16-bit
+    holds 4.0 GiB."""
+    return math.ceil(2 * s.n_layers * s.n_kv_heads * s.d_head * cached_tokens(s, n_tokens)
+                     * dtype_bytes(_dtype_of(s, dtype)))
+
+
+def requests_that_fit(s: ModelShape, n_tokens: int, memory_bytes: int,
+                      dtype: str | None = None, kv_dtype: str | None = None) -> int:
+    """How many sequences of ``n_tokens`` fit in the cache beside the weights.
+
+    floor((memory − weight bytes) / cache bytes per sequence); 0 when the weights alone do not
+    fit.  Activations, fragmentation and the runtime's own memory are left out, so this is an
+    upper bound.  ``kv_dtype`` defaults to ``dtype``.
+
+    Raises:
+        ValueError: non-positive ``memory_bytes`` or ``n_tokens``.
+    """
+    if memory_bytes <= 0:
+        raise ValueError(f"memory_bytes={memory_bytes} must be positive")
+    if n_tokens <= 0:
+        raise ValueError(f"n_tokens={n_tokens} must be positive")
+    free = memory_bytes - weight_bytes(s, dtype)
+    if free <= 0:
+        return 0
+    return int(free // kv_cache_bytes_per_sequence(s, n_tokens, kv_dtype or dtype))
