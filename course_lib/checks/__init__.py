@@ -1,0 +1,133 @@
+"""Checks that notebooks run on a learner's answers, with feedback that teaches.
+
+A failing check raises :class:`CheckFailed` (an ``AssertionError``, so nbgrader scores the
+cell 0) whose message says what kind of mistake the answer looks like: a known wrong answer
+(the tied head counted twice, positions forgotten, ...) is named; otherwise the message says
+whether the answer is too large or too small and by roughly what order of magnitude, never the
+expected value itself.  Nothing here prints or warns (stderr would cost the cell its points).
+
+Lesson-specific checks live in ``course_lib.checks.lessonN``.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import sys
+from contextlib import contextmanager
+from typing import Callable, Mapping
+
+import course_lib
+
+
+class CheckFailed(AssertionError):
+    """A learner's answer is wrong; the message is the feedback."""
+
+
+_LIB_DIR = os.path.dirname(os.path.abspath(course_lib.__file__))
+COUNTER_MODULES = ("params.py", "memory.py", "flops.py")
+"""course_lib modules that compute the answers to counting exercises; an exercise's own
+function may not call them (it must build the count)."""
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) or (
+        hasattr(x, "item") and getattr(x, "ndim", 1) == 0)
+
+
+def _as_number(x, what: str):
+    if not _is_number(x):
+        raise CheckFailed(f"{what}: expected a number, got {type(x).__name__} {x!r:.60}")
+    x = x.item() if hasattr(x, "item") else x
+    if isinstance(x, float) and not math.isfinite(x):
+        raise CheckFailed(f"{what}: got {x}, which is not a finite number")
+    return x
+
+
+def _magnitude_hint(got: float, expected: float) -> str:
+    if expected == 0:
+        return "it should be zero"
+    if got == 0:
+        return "you returned 0"
+    if (got > 0) != (expected > 0):
+        return "its sign is wrong"
+    ratio = got / expected
+    side = "too large" if ratio > 1 else "too small"
+    r = ratio if ratio > 1 else 1 / ratio
+    if r > 1.5:
+        return f"it is {side} by a factor of about {r:.0f}" if r >= 10 else f"it is {side} by a factor between 1.5 and 10"
+    return f"it is {side}, but by less than half: look for one missing or extra term"
+
+
+def check_value(got, expected, *, what: str, mistakes: Mapping[str, float] | None = None,
+                rel: float = 0.0, integer: bool = False) -> None:
+    """Pass if ``got`` equals ``expected`` (within relative tolerance ``rel``), else raise
+    :class:`CheckFailed` with a diagnosis.
+
+    Args:
+        got: the learner's answer (a Python or numpy/torch scalar).
+        expected: the right answer (never shown).
+        what: what the answer is, with its unit, e.g. ``"GPT-2 parameters"``.
+        mistakes: ``{diagnosis: wrong value}``: the answers that known mistakes give; a match
+            names the mistake.
+        rel: relative tolerance (0 for exact integer counts).
+        integer: the answer must be a whole number (a count of parameters or bytes).
+    """
+    got = _as_number(got, what)
+    if integer and not (float(got).is_integer()):
+        raise CheckFailed(f"{what}: expected a whole number, got {got!r}")
+
+    def same(a, b):
+        return a == b if rel == 0 else math.isclose(a, b, rel_tol=rel, abs_tol=0.0)
+
+    if same(got, expected):
+        return
+    for diagnosis, wrong in (mistakes or {}).items():
+        if wrong != expected and same(got, wrong):
+            raise CheckFailed(f"{what} is not right: {diagnosis}")
+    raise CheckFailed(f"{what} is not right: {_magnitude_hint(got, expected)}.")
+
+
+def check_choice(got, expected, *, what: str, choices, hints: Mapping | None = None) -> None:
+    """Pass if ``got`` is the ``expected`` choice; a wrong choice gets its hint if it has one."""
+    if isinstance(got, str):
+        got = got.strip().lower()
+    if got not in choices:
+        raise CheckFailed(f"{what}: answer with one of {', '.join(map(repr, choices))}, got {got!r:.60}")
+    if got != expected:
+        hint = (hints or {}).get(got, "think again about what each option means")
+        raise CheckFailed(f"{what}: {got!r} is not right: {hint}")
+
+
+@contextmanager
+def _watch_counters(found: list):
+    forbidden = {os.path.join(_LIB_DIR, m) for m in COUNTER_MODULES}
+    previous = sys.getprofile()
+
+    def profiler(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename in forbidden:
+            found.append(f"{os.path.basename(frame.f_code.co_filename)[:-3]}.{frame.f_code.co_name}")
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(profiler)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+
+
+def own_work(fn: Callable, *args, **kwargs):
+    """Call ``fn(*args, **kwargs)`` and return its result, failing if it called course_lib's
+    counters (``params``, ``memory``, ``flops``): an exercise asks the learner to build the
+    count, and course_lib is there to check it afterwards."""
+    if not callable(fn):
+        raise CheckFailed(f"expected a function, got {type(fn).__name__}")
+    found: list = []
+    with _watch_counters(found):
+        result = fn(*args, **kwargs)
+    if found:
+        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls course_lib's own "
+                          f"counter ({found[0]}): build the count from the shape yourself, "
+                          "then use course_lib to check it")
+    return result
