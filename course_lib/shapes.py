@@ -122,7 +122,16 @@ class ModelShape:
         return self.n_heads // self.n_kv_heads
 
     def with_(self, **changes) -> "ModelShape":
-        """A copy with some fields changed, validated again (``dataclasses.replace``)."""
+        """A copy with some fields changed, validated again (``dataclasses.replace``).
+
+        Values that were derived follow the change unless given: when ``d_model`` or
+        ``n_heads`` changes, a ``d_head`` equal to d_model // n_heads is derived again, and
+        when ``n_heads`` changes, an ``n_kv_heads`` equal to n_heads follows it."""
+        if "d_head" not in changes and {"d_model", "n_heads"} & changes.keys() \
+                and self.d_head * self.n_heads == self.d_model:
+            changes["d_head"] = None
+        if "n_kv_heads" not in changes and "n_heads" in changes and self.n_kv_heads == self.n_heads:
+            changes["n_kv_heads"] = None
         return replace(self, **changes)
 
     def as_dict(self) -> dict:

@@ -1,0 +1,143 @@
+"""``python -m course_lib size CARD``: the four sizes behind a model's name, from its card.
+
+    python -m course_lib size Llama-2-7b-hf --context 8192 --dtype bf16 --gpu-memory 80GiB
+    python -m course_lib size path/to/config.json --json
+
+CARD is a shipped card's name (``python -m course_lib cards`` lists them) or a path to a
+Hugging Face ``config.json`` (or the folder holding one).  Any problem with the input prints
+one line on stderr naming it and exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .cards import CardError, card_names, load_card
+from .flops import forward_macs_per_token
+from .memory import (kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, requests_that_fit,
+                     weight_bytes)
+from .params import count_params
+from .shapes import ModelShape
+from .units import GB, GiB, dtype_bytes, parse_size
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported on one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump
+        raise UsageError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+    return value
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _dtype(text: str) -> str:
+    try:
+        dtype_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m course_lib", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    size = sub.add_parser("size", help="parameters, weight bytes, KV cache and requests that fit")
+    size.add_argument("card", help="a shipped card's name or a path to a config.json")
+    size.add_argument("--context", type=_positive_int, default=None,
+                      help="tokens per sequence (default: the card's n_ctx)")
+    size.add_argument("--batch", type=_positive_int, default=1,
+                      help="sequences served together (default 1)")
+    size.add_argument("--dtype", type=_dtype, default=None,
+                      help="fp32, bf16, fp16, int8 or int4 for weights and cache "
+                           "(default: the card's torch_dtype, else fp32)")
+    size.add_argument("--gpu-memory", type=_size, default=80 * GiB,
+                      help="accelerator memory, e.g. 80GiB or 141GB (default 80GiB)")
+    size.add_argument("--json", action="store_true", help="print one JSON object")
+    sub.add_parser("cards", help="list the shipped cards")
+    return p
+
+
+def size_report(s: ModelShape, context: int | None = None, batch: int = 1,
+                dtype: str | None = None, gpu_memory: int = 80 * GiB) -> dict:
+    """The sizing of one card as a JSON-ready dict (units in the key names: params, bytes,
+    flops).  ``context`` defaults to the card's n_ctx; ``dtype`` to the card's dtype, else fp32."""
+    context = context or s.n_ctx
+    dtype = dtype or s.dtype or "fp32"
+    p = count_params(s)
+    per_seq = kv_cache_bytes_per_sequence(s, context, dtype)
+    macs = forward_macs_per_token(s, context)
+    w = weight_bytes(s, dtype)
+    return {
+        "name": s.name, "model_type": s.model_type, "shape": s.as_dict(),
+        "dtype": dtype, "bytes_per_number": dtype_bytes(dtype),
+        "context": context, "batch": batch, "gpu_memory_bytes": gpu_memory,
+        "total_params": p.total, "active_params": p.active, "embedding_params": p.embedding,
+        "params_by_part": {k: v for k, v in p.as_dict().items() if k not in ("total", "active")},
+        "weight_bytes": w,
+        "kv_cache_bytes_per_token": kv_cache_bytes_per_token(s, dtype),
+        "kv_cache_bytes_per_sequence": per_seq,
+        "kv_cache_bytes_batch": batch * per_seq,
+        "batch_fits": w + batch * per_seq <= gpu_memory,
+        "requests_that_fit": requests_that_fit(s, context, gpu_memory, dtype),
+        "forward_macs_per_token": macs.total,
+        "forward_flops_per_token": macs.flops,
+        "attention_score_flops_per_token": 2 * macs.attention_scores,
+        "training_flops_per_token": 6 * p.active,
+    }
+
+
+def _fmt_bytes(n: float) -> str:
+    return f"{n:,.0f} B  ({n / GiB:,.2f} GiB, {n / GB:,.2f} GB)"
+
+
+def format_table(r: dict) -> str:
+    """A readable table of ``size_report``'s output."""
+    rows = [
+        ("card", f"{r['name']} ({r['model_type']})"),
+        ("total parameters", f"{r['total_params']:,}"),
+        ("active parameters / token", f"{r['active_params']:,}"),
+        ("embedding parameters", f"{r['embedding_params']:,}"),
+        (f"weights at {r['dtype']}", _fmt_bytes(r["weight_bytes"])),
+        ("KV cache / token", _fmt_bytes(r["kv_cache_bytes_per_token"])),
+        (f"KV cache / sequence of {r['context']:,}", _fmt_bytes(r["kv_cache_bytes_per_sequence"])),
+        (f"KV cache for batch of {r['batch']}",
+         _fmt_bytes(r["kv_cache_bytes_batch"]) + ("" if r["batch_fits"] else "  DOES NOT FIT")),
+        (f"requests that fit in {r['gpu_memory_bytes'] / GiB:,.1f} GiB", f"{r['requests_that_fit']:,}"),
+        ("forward FLOPs / token", f"{r['forward_flops_per_token']:,} (= 2 x multiply-adds)"),
+        ("training FLOPs / token", f"{r['training_flops_per_token']:,} (~ 6 x active params)"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "cards":
+            print("\n".join(card_names()))
+            return 0
+        report = size_report(load_card(args.card), args.context, args.batch, args.dtype,
+                             args.gpu_memory)
+    except (UsageError, CardError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2) if args.json else format_table(report))
+    return 0
