@@ -16,7 +16,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 ## Open the course in JupyterLab (lesson 1 first).
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=. notebooks/
+	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks/lesson1/lesson1.ipynb $(LAB_ARGS)
 
 ## Run the whole test suite (what CI runs).
 test: $(STAMP)
