@@ -444,3 +444,20 @@ def test_notebook_grading_cells_are_well_formed():
     assert answers == set(tests), "each q- answer cell has its t- test cell"
     assert set(tests) >= {"gpt2-params", "embedding-share", "block-parts", "ff-shares",
                           "doubling", "spec-sheet-costs", "tys1", "tys2", "tys3"}
+
+
+def test_a_wrong_earlier_answer_is_pointed_at():
+    """A share built on a wrong gpt2_params fails with a size hint that points back to it."""
+    def wrong_total(d_model, n_layers, d_vocab, n_ctx):  # positions forgotten
+        return gpt2_right(d_model, n_layers, d_vocab, n_ctx) - n_ctx * d_model
+
+    def share(d_model, n_layers, d_vocab, n_ctx):
+        e = (d_vocab + n_ctx) * d_model
+        return e, e / wrong_total(d_model, n_layers, d_vocab, n_ctx)
+
+    msg = fails(L1.check_embedding_share, share)
+    assert "too large" in msg and "your gpt2_params, make sure its test passes" in msg
+    msg = fails(L1.check_doubling, lambda **s: (*doubling_right(**s)[:2], 3.0, 1.5))
+    assert "your block_parts or gpt2_params, make sure their tests pass" in msg
+    # a named mistake needs no pointer
+    assert "make sure" not in fails(L1.check_gpt2_params, _off(lambda d, L, V, n: -2 * d))

@@ -11,6 +11,7 @@ functions take several (the notebook's hidden tests pass shapes the learner has 
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Mapping, Sequence
 
 from ..flops import forward_flops_per_token
@@ -63,6 +64,24 @@ def _keyed(result, keys: Sequence[str], what: str) -> dict:
         raise CheckFailed(f"{what}: the dict is missing {', '.join(map(repr, missing))} "
                           f"(it needs {', '.join(map(repr, keys))})")
     return dict(result)
+
+
+_GENERIC = ("too large", "too small", "you returned 0", "its sign is wrong")
+"""Phrases of the generic size hint (no named mistake matched)."""
+
+
+@contextmanager
+def _builds_on(*names: str):
+    """Add a pointer to the earlier exercises an answer builds on when a failure inside is
+    not a named mistake: a wrong ``gpt2_params`` shows up again in every share built on it."""
+    try:
+        yield
+    except CheckFailed as e:
+        msg = str(e)
+        if any(p in msg for p in _GENERIC):
+            msg += (f" If this uses your {' or '.join(names)}, make sure "
+                    f"{'its test passes' if len(names) == 1 else 'their tests pass'} first.")
+        raise CheckFailed(msg) from None
 
 
 def _not_rounded(expected: float, scale: float = 1.0) -> dict:
@@ -137,14 +156,15 @@ def check_embedding_share(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None
                         "second table": 2 * tok + pos,
                     })
         E = c.embedding
-        check_value(share, E / total, what=f"{label}[1], the embedding share", rel=1e-9,
-                    mistakes={
-                        "the position embedding is missing from the share": tok / total,
-                        "that is embeddings ÷ the rest of the model: divide by all the "
-                        "parameters": E / (total - E),
-                        "the total counts the tied head twice": E / (total + tok),
-                        **_not_rounded(E / total),
-                    })
+        with _builds_on("gpt2_params"):
+            check_value(share, E / total, what=f"{label}[1], the embedding share", rel=1e-9,
+                        mistakes={
+                            "the position embedding is missing from the share": tok / total,
+                            "that is embeddings ÷ the rest of the model: divide by all the "
+                            "parameters": E / (total - E),
+                            "the total counts the tied head twice": E / (total + tok),
+                            **_not_rounded(E / total),
+                        })
 
 
 # --- inside a block --------------------------------------------------------------------------
@@ -188,6 +208,7 @@ def check_block_parts(fn, d_models: Sequence[int] = (768,)) -> None:
                     })
 
 
+@_builds_on("block_parts", "gpt2_params")
 def check_ff_shares(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
     """Check ``fn(d_model, n_layers, d_vocab, n_ctx) -> (share of a block, share of the model)``:
     the feed-forward layers' fraction of one block and of all parameters (exact, with biases
@@ -226,6 +247,7 @@ def check_ff_shares(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
                     })
 
 
+@_builds_on("block_parts", "gpt2_params")
 def check_doubling(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
     """Check ``fn(d_model, n_layers, d_vocab, n_ctx) -> (blocks_wide, blocks_deep, model_wide,
     model_deep)``: how many times the parameters of all blocks, and of the whole model, grow
@@ -271,6 +293,7 @@ def check_doubling(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
 
 # --- test yourself ---------------------------------------------------------------------------
 
+@_builds_on("gpt2_params", "embedding_share")
 def check_tys1(params_millions, embedding_percent) -> None:
     """Test-yourself 1: GPT-2 small's parameters (millions, about) and embedding share (%)."""
     s = GPT2_SMALL
@@ -331,6 +354,7 @@ def check_tys3(width_factor, layers_factor) -> None:
 
 # --- recap: the three costs of a spec sheet --------------------------------------------------
 
+@_builds_on("gpt2_params")
 def check_spec_sheet_costs(fn, cards: Sequence[Mapping] = (GPT2_SMALL_CARD,)) -> None:
     """Check ``fn(n_layers, d_model, n_heads, d_vocab, n_ctx) -> {"params", "weight_bytes",
     "kv_cache_bytes", "flops_per_token"}`` for GPT-2-style cards: parameters, bytes of 16-bit
