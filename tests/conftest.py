@@ -1,0 +1,271 @@
+"""Shared fixtures.  Others may add fixtures here: keep each one documented.
+
+Course fixtures (for tests/test_release.py and tests/test_grading.py):
+
+* ``assignment_case``: parametrizes a test over a throwaway one-assignment course ``mini``
+  (built here, so the tools are tested even before any real assignment exists) and every
+  real assignment in ``solutions/``.
+* ``graded``: the case graded once through ``course_tools.grade`` (solution, blank and
+  wrong-answer submissions, plus broken ones for ``mini``); shared by all tests and, under
+  pytest-xdist, by all workers (a file lock makes the first one build it).
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+from filelock import FileLock
+
+import course_tools
+import wrong_answers
+from wrong_answers import Wrong
+
+REPO = Path(__file__).resolve().parent.parent
+REAL_ASSIGNMENTS = course_tools.assignments(REPO)
+
+
+# --------------------------------------------------------------------------------------
+# A throwaway course: one assignment, three graded test cells, visible and hidden tests.
+
+def _cell(kind: str, source: str, **nbgrader) -> nbformat.NotebookNode:
+    new = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
+    cell = new(source)
+    if nbgrader:
+        meta = {"schema_version": 3, "grade": False, "solution": False, "locked": False,
+                "task": False}
+        meta.update(nbgrader)
+        cell.metadata["nbgrader"] = meta
+    return cell
+
+
+def mini_notebook() -> nbformat.NotebookNode:
+    """Source notebook of the throwaway assignment ``mini`` (answers and hidden tests)."""
+    cells = [
+        _cell("markdown", "# Mini\nA throwaway assignment for testing the course tools.",
+              grade_id="intro", locked=True),
+        _cell("code", "import math", grade_id="setup", locked=True),
+        _cell("code", 'def double(x):\n    """Twice x."""\n    ### BEGIN SOLUTION\n'
+                      "    return 2 * x\n    ### END SOLUTION", grade_id="q-double",
+              solution=True),
+        _cell("code", 'assert double(3) == 6, "double(3) should be 6: multiply by two"\n'
+                      "### BEGIN HIDDEN TESTS\n"
+                      'assert double(-21) == -42, "double must keep the sign of a negative x"\n'
+                      "### END HIDDEN TESTS", grade_id="t-double", grade=True, locked=True,
+              points=2),
+        _cell("code", "def square(x):\n    ### BEGIN SOLUTION\n    squared = x * x\n"
+                      "    return squared\n    ### END SOLUTION", grade_id="q-square",
+              solution=True),
+        _cell("code", 'assert square(3) == 9, "square(3) should be 9"\n'
+                      "### BEGIN HIDDEN TESTS\n"
+                      'assert math.isclose(square(0.5), 0.25), "square must work for fractions"\n'
+                      "### END HIDDEN TESTS", grade_id="t-square", grade=True, locked=True,
+              points=3),
+        _cell("code", 'assert double(square(2)) == 8, "double(square(2)) should be 8"',
+              grade_id="t-both", grade=True, locked=True, points=1),
+    ]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    return nb
+
+
+MINI_WRONG = [
+    Wrong(cell="q-double", source="def double(x):\n    return x + 2",
+          loses=["t-double", "t-both"], why="adds two instead of doubling"),
+    Wrong(cell="q-double", source="def double(x):\n    return abs(2 * x)",
+          loses=["t-double"], why="drops the sign: passes the visible test, not the hidden one"),
+    # square(2) == 2 * 2, so t-both still passes: `loses` lists only what really fails.
+    Wrong(cell="q-square", source="def square(x):\n    return 2 * x",
+          loses=["t-square"], why="doubles instead of squaring"),
+]
+
+# Broken submissions graded alongside the mini class (see build_graded): student -> status.
+MINI_BROKEN_STATUS = {"no-notebook": "missing", "no-folder": "missing",
+                      "not-json": "invalid_json", "untitled": "misnamed",
+                      "dup-cell": "autograde_error"}  # nbgrader aborts on a pasted test cell
+
+
+def build_mini_course(root: Path) -> None:
+    """Write a course root with the repository's nbgrader_config.py and assignment ``mini``,
+    and release it with course_tools (as ``make release`` would)."""
+    from course_tools.release import generate_release
+
+    shutil.copyfile(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    (root / "solutions" / "mini").mkdir(parents=True)
+    nbformat.write(mini_notebook(), root / "solutions" / "mini" / "mini.ipynb")
+    generate_release(root, ["mini"], root / "notebooks")
+
+
+# --------------------------------------------------------------------------------------
+# Build things once per test run, across pytest-xdist workers.
+
+def _shared_root(tmp_path_factory) -> Path:
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def build_once(tmp_path_factory, name: str, build) -> Path:
+    """``build(path)`` into a folder shared by every xdist worker of this run, once."""
+    path = _shared_root(tmp_path_factory) / name
+    with FileLock(str(path) + ".lock"):
+        if not (path / ".built").exists():
+            if path.exists():
+                course_tools.remove_tree(path)
+            path.mkdir(parents=True)
+            build(path)
+            (path / ".built").touch()
+    return path
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """``{relative path: sha256}`` of every file under ``root``."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(Path(root).rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="session")
+def mini_course(tmp_path_factory) -> Path:
+    """A course root with the throwaway assignment ``mini`` (source and release)."""
+    return build_once(tmp_path_factory, "mini-course", build_mini_course)
+
+
+# --------------------------------------------------------------------------------------
+# Parametrization over the mini assignment and every real one.
+
+@dataclass(frozen=True)
+class Case:
+    """One assignment of one course root, with its wrong-answer registry."""
+    name: str
+    course: Path
+    wrongs: tuple[Wrong, ...]
+    mini: bool
+
+    @property
+    def source_path(self) -> Path:
+        return self.course / "solutions" / self.name / f"{self.name}.ipynb"
+
+    @property
+    def release_path(self) -> Path:
+        return self.course / "notebooks" / self.name / f"{self.name}.ipynb"
+
+
+def pytest_generate_tests(metafunc):
+    if "assignment_case" in metafunc.fixturenames:
+        names = ["mini"] + REAL_ASSIGNMENTS
+        metafunc.parametrize("assignment_case", names, ids=names, indirect=True)
+
+
+@pytest.fixture
+def assignment_case(request, tmp_path_factory) -> Case:
+    if request.param == "mini":
+        return Case("mini", build_once(tmp_path_factory, "mini-course", build_mini_course),
+                    tuple(MINI_WRONG), True)
+    return Case(request.param, REPO, tuple(wrong_answers.load(request.param)), False)
+
+
+# --------------------------------------------------------------------------------------
+# One grading run per assignment.
+
+@dataclass
+class Graded:
+    """Everything a grading test reads: the submissions and what course_tools.grade made."""
+    case: Case
+    root: Path
+    batches: list[list[Wrong]]
+
+    @property
+    def out(self) -> Path:
+        return self.root / "out"
+
+    @property
+    def submissions(self) -> Path:
+        return self.root / "submissions"
+
+    @property
+    def results(self) -> dict[str, dict]:
+        """``{student: row of results.json}`` for this assignment."""
+        rows = json.loads((self.out / "results.json").read_text())
+        return {r["student"]: r for r in rows if r["assignment"] == self.case.name}
+
+    def cell_scores(self, student: str) -> dict[str, tuple[float, float]]:
+        """``{grade_id: (score, max_score)}`` read from nbgrader's gradebook itself."""
+        with course_tools.open_gradebook(f"sqlite:///{self.out / 'course' / 'gradebook.db'}") as gb:
+            sub = gb.find_submission(self.case.name, student)
+            return {g.name: (float(g.score), float(g.max_score))
+                    for nb in sub.notebooks for g in nb.grades}
+
+    @property
+    def digests(self) -> dict[str, dict[str, str]]:
+        return json.loads((self.root / "digests.json").read_text())
+
+
+def _write(nb, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+def build_graded(case: Case, root: Path) -> None:
+    """Write the class's submissions for ``case`` and grade them with course_tools.grade."""
+    from course_tools.grade import grade
+    from course_tools.release import generate_release
+
+    name = case.name
+    generate_release(case.course, [name], root / "release")  # what students were given
+    release = wrong_answers.read(root / "release" / name / f"{name}.ipynb")
+    source = wrong_answers.read(case.source_path)
+    solution = wrong_answers.solution_submission(release, source)
+    subs = root / "submissions"
+    _write(solution, subs / "solution" / name / f"{name}.ipynb")
+    _write(release, subs / "blank" / name / f"{name}.ipynb")
+    for i, batch in enumerate(wrong_answers.batches(list(case.wrongs)), 1):
+        _write(wrong_answers.wrong_submission(solution, batch),
+               subs / f"wrong-{i}" / name / f"{name}.ipynb")
+    if case.mini:
+        (subs / "no-notebook" / name).mkdir(parents=True)
+        (subs / "no-folder" / "other-course-work").mkdir(parents=True)
+        text = nbformat.writes(solution)
+        (subs / "not-json" / name).mkdir(parents=True)
+        (subs / "not-json" / name / f"{name}.ipynb").write_text(text[: len(text) // 2])
+        _write(solution, subs / "untitled" / name / "Untitled.ipynb")
+        dup = copy.deepcopy(solution)  # a test cell pasted twice, grade_id and all
+        twin = copy.deepcopy(next(c for c in dup.cells
+                                  if c.metadata.get("nbgrader", {}).get("grade_id") == "t-both"))
+        twin.id = "pasted-twin"
+        dup.cells.append(twin)
+        _write(dup, subs / "dup-cell" / name / f"{name}.ipynb")
+
+    before = {"submissions": tree_digest(subs), "course": tree_digest(case.course)
+              if case.mini else {}}
+    lines: list[str] = []
+    grade(subs, root / "out", [name], case.course, echo=lambda *a: lines.append(" ".join(map(str, a))))
+    after = {"submissions": tree_digest(subs), "course": tree_digest(case.course)
+             if case.mini else {}}
+    (root / "report.txt").write_text("\n".join(lines) + "\n")
+    (root / "digests.json").write_text(json.dumps({"before": before, "after": after}))
+
+
+def _graded(case: Case, tmp_path_factory) -> Graded:
+    key = f"graded-{'mini' if case.mini else 'repo'}-{case.name}"
+    root = build_once(tmp_path_factory, key, lambda p: build_graded(case, p))
+    return Graded(case, root, wrong_answers.batches(list(case.wrongs)))
+
+
+@pytest.fixture
+def graded(assignment_case, tmp_path_factory) -> Graded:
+    """``assignment_case`` graded once per run (see :func:`build_graded`)."""
+    return _graded(assignment_case, tmp_path_factory)
+
+
+@pytest.fixture
+def mini_graded(mini_course, tmp_path_factory) -> Graded:
+    """The mini class graded (the same run as ``graded`` for the ``mini`` case), with its
+    broken submissions (see ``MINI_BROKEN_STATUS``)."""
+    return _graded(Case("mini", mini_course, tuple(MINI_WRONG), True), tmp_path_factory)
