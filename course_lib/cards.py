@@ -1,41 +1,95 @@
-"""Model cards: Hugging Face ``config.json`` files turned into a :class:`ModelShape`.
+"""Model cards: Hugging Face ``config.json`` files turned into a :class:`ModelShape`, and back.
 
 ``shape_from_config`` maps one family's keys to the course's names, with the defaults the
-``transformers`` config classes use when a key is absent (for example GPT-2's ``n_inner: null``
-means 4·d_model, Llama's missing ``num_key_value_heads`` means as many as query heads).
+``transformers`` 5 config classes use when a key is absent (GPT-2's ``n_inner: null`` means
+4·d_model; Llama's missing ``num_key_value_heads`` means as many as query heads, Mistral's
+means 8; Gemma's missing ``head_dim`` means 256).  ``config_from_shape`` goes the other way,
+so any shape of a family can be built in ``transformers`` and checked (tests/test_params.py).
 The public cards of shared/REFERENCE.md ship in ``course_lib/cards/`` and load by name.
 
 Errors: every problem with a card (not JSON, a required key missing, a value of the wrong
 kind or size, an unsupported ``model_type``) raises :class:`CardError`, a ``ValueError``
-whose message names the key and the value.
+whose message names the field, the config key and the value.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+from dataclasses import fields as dataclass_fields
 from importlib import resources
 from pathlib import Path
 
-from .shapes import ModelShape
+from .shapes import LatentAttention, ModelShape
 
-SUPPORTED_MODEL_TYPES = ("gpt2", "llama", "mistral", "mixtral")
+SUPPORTED_MODEL_TYPES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2",
+                         "phi3", "olmo", "falcon", "deepseek_v3")
 
 
 class CardError(ValueError):
     """A model card that cannot be read as a shape; the message names the problem."""
 
 
-def _require(cfg: dict, *keys: str):
-    """The first of ``keys`` present (aliases), or CardError naming them."""
-    for k in keys:
-        if k in cfg and cfg[k] is not None:
-            return cfg[k]
-    raise CardError(f"config is missing the required key {keys[0]!r}")
+_ABSENT = object()
 
 
-def _get(cfg: dict, key: str, default):
-    value = cfg.get(key)
-    return default if value is None else value
+class _Reader:
+    """Reads one config's keys into shape fields, remembering which key fed which field."""
+
+    def __init__(self, cfg: dict, model_type: str):
+        self.cfg, self.model_type, self.keys = cfg, model_type, {}
+
+    def _whole(self, field: str, key: str, value):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise CardError(f"bad {self.model_type} config: {field}={value!r} (key {key!r}) "
+                            "must be a whole number")
+        return value
+
+    def required(self, field: str, *keys: str) -> int:
+        """A whole number from the first of ``keys`` present (aliases), else CardError."""
+        for key in keys:
+            if self.cfg.get(key) is not None:
+                self.keys[field] = key
+                return self._whole(field, key, self.cfg[key])
+        raise CardError(f"{self.model_type} config is missing the required key {keys[0]!r} "
+                        f"({field})")
+
+    def raw(self, key: str, absent=None, null=_ABSENT):
+        """``cfg[key]``; ``absent`` when the key is missing; ``null`` (default: ``absent``)
+        when it is null."""
+        if key not in self.cfg:
+            return absent
+        value = self.cfg[key]
+        if value is None:
+            return absent if null is _ABSENT else null
+        return value
+
+    def number(self, field: str, key: str, absent=None, null=_ABSENT):
+        """An optional whole number (or None) read like ``raw``."""
+        value = self.raw(key, absent, null)
+        if value is None:
+            return None
+        self.keys.setdefault(field, key)
+        return self._whole(field, key, value)
+
+    def flag(self, field: str, key: str, absent: bool) -> bool:
+        value = self.raw(key, absent)
+        if not isinstance(value, bool):
+            raise CardError(f"bad {self.model_type} config: {field}={value!r} (key {key!r}) "
+                            "must be true or false")
+        self.keys.setdefault(field, key)
+        return value
+
+    def layer_types(self, n_layers: int, default: list[str]) -> int:
+        """Layers marked ``sliding_attention`` in ``layer_types`` (or in ``default``)."""
+        types = self.raw("layer_types", default)
+        if not isinstance(types, list) or len(types) != n_layers:
+            raise CardError(f"bad {self.model_type} config: layer_types={types!r} must list "
+                            f"one type per layer (num_hidden_layers={n_layers})")
+        return sum(t == "sliding_attention" for t in types)
 
 
 def _dtype(cfg: dict) -> str | None:
@@ -43,56 +97,215 @@ def _dtype(cfg: dict) -> str | None:
     return str(value).replace("torch.", "") if value is not None else None
 
 
-def _from_gpt2(cfg: dict) -> dict:
-    d_model = _require(cfg, "n_embd", "hidden_size")
+def _window(window, n_sliding: int, n_layers: int) -> dict:
+    """sliding_window / n_sliding_layers, normalised: no window when no layer uses one,
+    n_sliding_layers None when all do."""
+    if window is None or n_sliding == 0:
+        return dict(sliding_window=None, n_sliding_layers=None)
+    return dict(sliding_window=window, n_sliding_layers=None if n_sliding == n_layers else n_sliding)
+
+
+# --- one function per family: config dict -> ModelShape keyword arguments ------------------
+
+def _from_gpt2(r: _Reader) -> dict:
+    if r.raw("add_cross_attention", False):
+        raise CardError("bad gpt2 config: add_cross_attention=True adds cross-attention to an "
+                        "encoder; only decoder-only models are supported")
+    d_model = r.required("d_model", "n_embd", "hidden_size")
     return dict(
         d_model=d_model,
-        n_layers=_require(cfg, "n_layer", "num_hidden_layers"),
-        n_heads=_require(cfg, "n_head", "num_attention_heads"),
-        d_ff=_get(cfg, "n_inner", 4 * d_model if isinstance(d_model, int) else d_model),
-        d_vocab=_require(cfg, "vocab_size"),
-        n_ctx=_require(cfg, "n_positions", "n_ctx", "max_position_embeddings"),
-        tied_embeddings=_get(cfg, "tie_word_embeddings", True),
+        n_layers=r.required("n_layers", "n_layer", "num_hidden_layers"),
+        n_heads=r.required("n_heads", "n_head", "num_attention_heads"),
+        d_ff=r.number("d_ff", "n_inner", 4 * d_model),
+        d_vocab=r.required("d_vocab", "vocab_size"),
+        n_ctx=r.required("n_ctx", "n_positions", "max_position_embeddings"),
+        tied_embeddings=r.flag("tied_embeddings", "tie_word_embeddings", True),
     )
 
 
-def _from_llama(cfg: dict, default_kv_heads=None, windowed=False, default_window=None) -> dict:
-    n_heads = _require(cfg, "num_attention_heads")
-    bias = _get(cfg, "attention_bias", False)
+def _rotary_base(r: _Reader, kv_absent="heads", head_dim_absent=None) -> dict:
+    """The keys Llama and its descendants share (rotary positions, RMSNorm, gated MLP, no
+    biases by default).  ``kv_absent``: num_key_value_heads when the key is missing ("heads"
+    or a number; null always means as many as query heads).  ``head_dim_absent``: head_dim
+    when missing (None: d_model // n_heads; null means the same)."""
+    n_heads = r.required("n_heads", "num_attention_heads")
+    n_kv = r.number("n_kv_heads", "num_key_value_heads",
+                    absent=n_heads if kv_absent == "heads" else kv_absent, null=n_heads)
     return dict(
-        d_model=_require(cfg, "hidden_size"),
-        n_layers=_require(cfg, "num_hidden_layers"),
+        d_model=r.required("d_model", "hidden_size"),
+        n_layers=r.required("n_layers", "num_hidden_layers"),
         n_heads=n_heads,
-        n_kv_heads=_get(cfg, "num_key_value_heads", default_kv_heads or n_heads),
-        d_head=cfg.get("head_dim"),
-        d_ff=_require(cfg, "intermediate_size"),
-        d_vocab=_require(cfg, "vocab_size"),
-        n_ctx=_require(cfg, "max_position_embeddings"),
+        n_kv_heads=n_kv,
+        d_head=r.number("d_head", "head_dim", head_dim_absent, null=None),
+        d_ff=r.required("d_ff", "intermediate_size"),
+        d_vocab=r.required("d_vocab", "vocab_size"),
+        n_ctx=r.required("n_ctx", "max_position_embeddings"),
         mlp="swiglu", norm="rmsnorm", positions="rotary",
-        qkv_bias=bias, out_bias=bias, mlp_bias=_get(cfg, "mlp_bias", False),
-        tied_embeddings=_get(cfg, "tie_word_embeddings", False),
-        # Llama ignores a sliding_window key; Mistral and Mixtral honour it.
-        sliding_window=cfg.get("sliding_window", default_window) if windowed else None,
+        qkv_bias=False, out_bias=False, mlp_bias=False,
+        tied_embeddings=r.flag("tied_embeddings", "tie_word_embeddings", False),
     )
 
 
-def _from_mistral(cfg: dict) -> dict:
-    # MistralConfig defaults: 8 kv heads, a 4,096-token window, no biases.
-    d = _from_llama(cfg, default_kv_heads=8, windowed=True, default_window=4096)
-    d.update(qkv_bias=False, out_bias=False, mlp_bias=False)
+def _from_llama(r: _Reader) -> dict:
+    d = _rotary_base(r)
+    bias = r.flag("qkv_bias", "attention_bias", False)
+    d.update(qkv_bias=bias, out_bias=bias, mlp_bias=r.flag("mlp_bias", "mlp_bias", False))
+    return d  # Llama ignores a sliding_window key
+
+
+def _from_mistral(r: _Reader) -> dict:
+    # MistralConfig: 8 kv heads and a 4,096-token window when the keys are missing.
+    d = _rotary_base(r, kv_absent=8)
+    window = r.number("sliding_window", "sliding_window", 4096, null=None)
+    d.update(_window(window, d["n_layers"], d["n_layers"]))
     return d
 
 
-def _from_mixtral(cfg: dict) -> dict:
-    d = _from_llama(cfg, default_kv_heads=8, windowed=True)
-    d.update(qkv_bias=False, out_bias=False, mlp_bias=False,
-             n_experts=_get(cfg, "num_local_experts", 8),
-             n_experts_per_tok=_get(cfg, "num_experts_per_tok", 2))
+def _from_mixtral(r: _Reader) -> dict:
+    d = _rotary_base(r, kv_absent=8)
+    window = r.number("sliding_window", "sliding_window", None)
+    d.update(_window(window, d["n_layers"], d["n_layers"]))
+    d.update(n_experts=r.number("n_experts", "num_local_experts", 8),
+             n_experts_per_tok=r.number("n_experts_per_tok", "num_experts_per_tok", 2))
+    return d
+
+
+def _from_qwen2(r: _Reader) -> dict:
+    # Qwen2: biases on q, k, v (not o); 32 kv heads when the key is missing; a window only
+    # with use_sliding_window, on layers from max_window_layers on (or as layer_types says).
+    d = _rotary_base(r, kv_absent=32)
+    d.update(qkv_bias=True)
+    L = d["n_layers"]
+    window = None
+    if r.flag("use_sliding_window", "use_sliding_window", False):
+        window = r.number("sliding_window", "sliding_window", 4096, null=None)
+    first = r.number("max_window_layers", "max_window_layers", 28)
+    n_sliding = r.layer_types(L, ["sliding_attention" if window is not None and i >= first
+                                  else "full_attention" for i in range(L)])
+    d.update(_window(window, n_sliding, L))
+    return d
+
+
+def _from_gemma(r: _Reader, kv_absent: int = 16) -> dict:
+    # Gemma: GeGLU, head_dim 256 and a tied head unless the config says otherwise.
+    d = _rotary_base(r, kv_absent=kv_absent, head_dim_absent=256)
+    bias = r.flag("qkv_bias", "attention_bias", False)
+    d.update(mlp="geglu", qkv_bias=bias, out_bias=bias,
+             tied_embeddings=r.flag("tied_embeddings", "tie_word_embeddings", True))
+    return d
+
+
+def _from_gemma2(r: _Reader) -> dict:
+    # Gemma 2: norms before and after attention and feed-forward (4 per block); a 4,096-token
+    # window on every other layer, the first one included.
+    d = _from_gemma(r, kv_absent=4)
+    L = d["n_layers"]
+    window = r.number("sliding_window", "sliding_window", 4096, null=None)
+    n_sliding = r.layer_types(L, ["sliding_attention" if (i + 1) % 2 else "full_attention"
+                                  for i in range(L)])
+    d.update(norms_per_block=4, **_window(window, n_sliding, L))
+    return d
+
+
+def _from_phi3(r: _Reader) -> dict:
+    # Phi-3: fused qkv_proj and gate_up_proj, the same numbers as Llama's separate matrices.
+    d = _rotary_base(r)
+    window = r.number("sliding_window", "sliding_window", None)
+    d.update(_window(window, d["n_layers"], d["n_layers"]))
+    return d
+
+
+def _from_olmo(r: _Reader) -> dict:
+    # OLMo: LayerNorm without weight or bias.
+    d = _rotary_base(r)
+    bias = r.flag("qkv_bias", "attention_bias", False)
+    d.update(norm="nonparametric_layernorm", qkv_bias=bias, out_bias=bias)
+    return d
+
+
+def _from_falcon(r: _Reader) -> dict:
+    # Falcon: fused query_key_value; GELU MLP of ffn_hidden_size (4·d_model); LayerNorm with
+    # bias; one `bias` switch for every linear layer.  The classic layout has multi-query
+    # (1 kv head) or multi-head attention; new_decoder_architecture has num_kv_heads and a
+    # parallel block with two norms (num_ln_in_parallel_attn).
+    d_model = r.required("d_model", "hidden_size", "n_embed")
+    n_heads = r.required("n_heads", "num_attention_heads", "n_head")
+    new_arch = r.flag("new_decoder_architecture", "new_decoder_architecture", False)
+    parallel = r.flag("parallel_attn", "parallel_attn", True)
+    if new_arch:
+        n_kv = r.number("n_kv_heads", "num_kv_heads", n_heads)
+    elif r.flag("n_kv_heads", "multi_query", True):
+        n_kv = 1
+    else:
+        n_kv = n_heads
+    n_ln = r.number("norms_per_block", "num_ln_in_parallel_attn", 2 if new_arch else None)
+    norms = 2 if not parallel or n_ln == 2 else 1
+    bias = r.flag("qkv_bias", "bias", False)
+    return dict(
+        d_model=d_model,
+        n_layers=r.required("n_layers", "num_hidden_layers", "n_layer"),
+        n_heads=n_heads, n_kv_heads=n_kv,
+        d_ff=r.number("d_ff", "ffn_hidden_size", 4 * d_model),
+        d_vocab=r.required("d_vocab", "vocab_size"),
+        n_ctx=r.number("n_ctx", "max_position_embeddings", 2048),
+        mlp="gelu", norm="layernorm",
+        positions="alibi" if r.flag("positions", "alibi", False) else "rotary",
+        qkv_bias=bias, out_bias=bias, mlp_bias=bias,
+        tied_embeddings=r.flag("tied_embeddings", "tie_word_embeddings", True),
+        norms_per_block=norms, parallel_attn=parallel or new_arch,
+    )
+
+
+def _from_deepseek_v3(r: _Reader) -> dict:
+    # DeepSeek-V3: multi-head latent attention; the first first_k_dense_replace layers dense
+    # (intermediate_size), the others n_routed_experts experts of moe_intermediate_size plus
+    # n_shared_experts shared ones.  Missing keys take DeepseekV3Config's defaults, which are
+    # DeepSeek-V3's own values.
+    d = _rotary_base(r, kv_absent=128)
+    nope = r.number("d_head", "qk_nope_head_dim", 128)
+    rope = r.number("mla.d_head_rope", "qk_rope_head_dim", 64)
+    mla = dict(kv_lora_rank=r.number("mla.kv_lora_rank", "kv_lora_rank", 512),
+               d_head_rope=rope,
+               d_head_v=r.number("mla.d_head_v", "v_head_dim", 128),
+               q_lora_rank=r.number("mla.q_lora_rank", "q_lora_rank", 1536, null=0))
+    try:
+        mla = LatentAttention(**mla)
+    except ValueError as e:
+        raise CardError(f"bad deepseek_v3 config: mla.{e}") from None
+    n_experts = r.number("n_experts", "n_routed_experts", 256)
+    n_dense = r.number("n_dense_layers", "first_k_dense_replace", 3)
+    n_dense = min(n_dense, d["n_layers"]) if isinstance(n_dense, int) else n_dense
+    d_ff_dense = d["d_ff"]
+    d_ff = r.number("d_ff", "moe_intermediate_size", 2048)
+    bias = r.flag("qkv_bias", "attention_bias", False)
+    d.update(d_head=nope + rope, d_ff=d_ff, mla=mla, qkv_bias=bias, out_bias=bias,
+             n_experts=n_experts,
+             n_experts_per_tok=r.number("n_experts_per_tok", "num_experts_per_tok", 8),
+             n_shared_experts=r.number("n_shared_experts", "n_shared_experts", 1),
+             n_dense_layers=n_dense,
+             d_ff_dense=d_ff_dense if n_dense and d_ff_dense != d_ff else None)
     return d
 
 
 _FAMILIES = {"gpt2": _from_gpt2, "llama": _from_llama, "mistral": _from_mistral,
-             "mixtral": _from_mixtral}
+             "mixtral": _from_mixtral, "qwen2": _from_qwen2, "gemma": _from_gemma,
+             "gemma2": _from_gemma2, "phi3": _from_phi3, "olmo": _from_olmo,
+             "falcon": _from_falcon, "deepseek_v3": _from_deepseek_v3}
+assert tuple(_FAMILIES) == SUPPORTED_MODEL_TYPES
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise CardError(f"no such file: {path}") from None
+    except OSError as e:
+        raise CardError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CardError(f"{path} is not valid JSON: {e.msg} at line {e.lineno} "
+                        f"column {e.colno}") from None
 
 
 def shape_from_config(config: dict | str | os.PathLike, name: str = "") -> ModelShape:
@@ -101,23 +314,17 @@ def shape_from_config(config: dict | str | os.PathLike, name: str = "") -> Model
     Args:
         config: the parsed dict, or a path to the JSON file.
         name: a label for tables (defaults to the file's folder name or ``model_type``).
+    Returns:
+        The shape; keys the family's config class defaults are filled in as
+        ``transformers`` 5 does (see each family's comments in this module).
     Raises:
-        CardError: unreadable file or JSON, unsupported ``model_type``, a required key missing,
-            or a value that fails the shape's validation (the message names it).
+        CardError: unreadable file or JSON, unsupported ``model_type`` (the message lists the
+            supported ones), a required key missing, or a value of the wrong kind or one that
+            fails the shape's validation (the message names the field, key and value).
     """
     if not isinstance(config, dict):
         path = Path(config)
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            raise CardError(f"no such file: {path}") from None
-        except OSError as e:
-            raise CardError(f"cannot read {path}: {e.strerror or e}") from None
-        try:
-            config = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise CardError(f"{path} is not valid JSON: {e.msg} at line {e.lineno} "
-                            f"column {e.colno}") from None
+        config = _read_json(path)
         name = name or (path.parent.name if path.name == "config.json" else path.stem)
     if not isinstance(config, dict):
         raise CardError(f"config must be a JSON object, got {type(config).__name__}")
@@ -125,17 +332,135 @@ def shape_from_config(config: dict | str | os.PathLike, name: str = "") -> Model
     if model_type not in _FAMILIES:
         raise CardError(f"unsupported model_type {model_type!r}; supported: "
                         + ", ".join(SUPPORTED_MODEL_TYPES))
-    fields = _FAMILIES[model_type](config)
-    for key, value in fields.items():
-        if isinstance(value, float) and value.is_integer():
-            fields[key] = int(value)
+    reader = _Reader(config, model_type)
+    kwargs = _FAMILIES[model_type](reader)
     try:
-        return ModelShape(**fields, dtype=_dtype(config), model_type=model_type,
+        return ModelShape(**kwargs, dtype=_dtype(config), model_type=model_type,
                           name=name or model_type)
-    except ValueError as e:
-        raise CardError(f"bad {model_type} config: {e}") from None
-    except TypeError as e:  # e.g. a list where a number belongs
-        raise CardError(f"bad {model_type} config: {e}") from None
+    except (ValueError, TypeError) as e:
+        message = str(e)
+        field = re.match(r"(\w+)=", message)
+        key = reader.keys.get(field.group(1)) if field else None
+        where = f" (key {key!r})" if key else ""
+        raise CardError(f"bad {model_type} config: {message}{where}") from None
+
+
+# --- ModelShape -> config dict ---------------------------------------------------------------
+
+def _rotary_config(s: ModelShape) -> dict:
+    return dict(hidden_size=s.d_model, num_hidden_layers=s.n_layers,
+                num_attention_heads=s.n_heads, num_key_value_heads=s.n_kv_heads,
+                head_dim=s.d_head, intermediate_size=s.d_ff, vocab_size=s.d_vocab,
+                max_position_embeddings=s.n_ctx, tie_word_embeddings=s.tied_embeddings)
+
+
+def _to_gpt2(s: ModelShape) -> dict:
+    return dict(n_embd=s.d_model, n_layer=s.n_layers, n_head=s.n_heads, n_inner=s.d_ff,
+                vocab_size=s.d_vocab, n_positions=s.n_ctx, tie_word_embeddings=s.tied_embeddings)
+
+
+def _to_llama(s: ModelShape) -> dict:
+    return dict(_rotary_config(s), attention_bias=s.qkv_bias, mlp_bias=s.mlp_bias)
+
+
+def _to_mistral(s: ModelShape) -> dict:
+    return dict(_rotary_config(s), sliding_window=s.sliding_window)
+
+
+def _to_mixtral(s: ModelShape) -> dict:
+    return dict(_to_mistral(s), num_local_experts=s.n_experts,
+                num_experts_per_tok=s.n_experts_per_tok)
+
+
+def _to_qwen2(s: ModelShape) -> dict:
+    d = _rotary_config(s)
+    if s.sliding_window is not None:  # the last sliding_layers layers slide
+        d.update(use_sliding_window=True, sliding_window=s.sliding_window,
+                 max_window_layers=s.n_layers - s.sliding_layers)
+    return d
+
+
+def _to_gemma(s: ModelShape) -> dict:
+    return dict(_rotary_config(s), attention_bias=s.qkv_bias)
+
+
+def _to_gemma2(s: ModelShape) -> dict:
+    d = dict(_to_gemma(s), sliding_window=s.sliding_window)
+    if s.sliding_window is not None and s.sliding_layers != math.ceil(s.n_layers / 2):
+        n = s.sliding_layers  # not Gemma 2's alternation: the first n layers slide
+        d["layer_types"] = ["sliding_attention"] * n + ["full_attention"] * (s.n_layers - n)
+    return d
+
+
+def _to_phi3(s: ModelShape) -> dict:
+    return dict(_rotary_config(s), sliding_window=s.sliding_window)
+
+
+def _to_olmo(s: ModelShape) -> dict:
+    return dict(_rotary_config(s), attention_bias=s.qkv_bias)
+
+
+def _to_falcon(s: ModelShape) -> dict:
+    classic = s.n_kv_heads in (1, s.n_heads) and not (s.parallel_attn and s.norms_per_block == 2)
+    d = dict(hidden_size=s.d_model, num_hidden_layers=s.n_layers, num_attention_heads=s.n_heads,
+             ffn_hidden_size=s.d_ff, vocab_size=s.d_vocab, max_position_embeddings=s.n_ctx,
+             bias=s.qkv_bias, alibi=s.positions == "alibi", parallel_attn=s.parallel_attn,
+             new_decoder_architecture=not classic, tie_word_embeddings=s.tied_embeddings)
+    if classic:
+        d.update(multi_query=s.n_kv_heads == 1)
+    else:
+        d.update(num_kv_heads=s.n_kv_heads, num_ln_in_parallel_attn=s.norms_per_block)
+    return d
+
+
+def _to_deepseek_v3(s: ModelShape) -> dict:
+    if s.mla is None or not s.is_moe:
+        raise CardError("deepseek_v3 needs latent attention (mla) and experts (n_experts)")
+    m = s.mla
+    return dict(_rotary_config(s), head_dim=None,
+                intermediate_size=s.d_ff_dense or s.d_ff, moe_intermediate_size=s.d_ff,
+                n_routed_experts=s.n_experts, num_experts_per_tok=s.n_experts_per_tok,
+                n_shared_experts=s.n_shared_experts, first_k_dense_replace=s.n_dense_layers,
+                n_group=1, topk_group=1,  # expert groups change routing, not counts
+                kv_lora_rank=m.kv_lora_rank, q_lora_rank=m.q_lora_rank or None,
+                qk_rope_head_dim=m.d_head_rope, qk_nope_head_dim=s.d_head - m.d_head_rope,
+                v_head_dim=m.d_head_v, attention_bias=s.qkv_bias)
+
+
+_TO_CONFIG = {"gpt2": _to_gpt2, "llama": _to_llama, "mistral": _to_mistral,
+              "mixtral": _to_mixtral, "qwen2": _to_qwen2, "gemma": _to_gemma,
+              "gemma2": _to_gemma2, "phi3": _to_phi3, "olmo": _to_olmo, "falcon": _to_falcon,
+              "deepseek_v3": _to_deepseek_v3}
+
+
+def config_from_shape(s: ModelShape, model_type: str | None = None) -> dict:
+    """A Hugging Face config dict of family ``model_type`` (default ``s.model_type``) that
+    ``transformers`` builds with exactly the shape ``s``:
+    ``AutoConfig.for_model(**config_from_shape(s))``.
+
+    Token ids are set to None (a small vocabulary would not hold the family's defaults), and
+    DeepSeek's expert groups to 1.  The result loads back to ``s``:
+    ``shape_from_config(config_from_shape(s)) == s`` (name and model_type aside).
+
+    Raises:
+        CardError: an unsupported family, or a shape the family cannot express (the message
+            lists the fields that would come back different, e.g. a GELU MLP asked of Llama).
+    """
+    model_type = model_type or s.model_type
+    if model_type not in _TO_CONFIG:
+        raise CardError(f"unsupported model_type {model_type!r}; supported: "
+                        + ", ".join(SUPPORTED_MODEL_TYPES))
+    cfg = {"model_type": model_type, **_TO_CONFIG[model_type](s),
+           "bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+    if s.dtype is not None:
+        cfg["torch_dtype"] = s.dtype
+    back = shape_from_config(cfg)
+    wrong = [f"{f.name}={getattr(s, f.name)!r} (would be {getattr(back, f.name)!r})"
+             for f in dataclass_fields(ModelShape)
+             if f.name not in ("name", "model_type") and getattr(s, f.name) != getattr(back, f.name)]
+    if wrong:
+        raise CardError(f"a {model_type} config cannot express this shape: " + "; ".join(wrong))
+    return cfg
 
 
 def card_names() -> list[str]:

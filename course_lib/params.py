@@ -1,22 +1,28 @@
 """Parameter counts by part, exact to the parameter.
 
 Checked in tests/test_params.py against the same architecture built by Hugging Face
-``transformers`` on the meta device (sum of ``p.numel()``, tied weights once).
-Units: parameters (a count, not bytes).
+``transformers`` on the meta device (sum of ``p.numel()`` over ``model.parameters()``, tied
+weights once), for every shipped card and for random small shapes of each supported family.
+Units: parameters (a count, not bytes).  Buffers are not parameters: DeepSeek-V3's router
+keeps a bias of n_experts numbers per layer (``e_score_correction_bias``) as a buffer, so it
+is not counted, as ``model.parameters()`` does not count it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .shapes import ModelShape
+from .shapes import NORM_PARAMS_PER_WIDTH, ModelShape
 
 
 @dataclass(frozen=True)
 class ParamCounts:
     """Parameters of a whole model, by part (all layers summed).
 
-    ``feed_forward`` holds every expert of a mixture of experts; ``router`` the routers.
-    ``active`` counts what one token uses: everything except the experts it is not sent to.
+    ``attention`` holds the projections with their biases (and, for latent attention, the
+    norms of its latents); ``feed_forward`` every feed-forward layer: all experts of a mixture
+    of experts, its shared experts and its dense layers; ``router`` the routers; ``norms``
+    the norms of the blocks and the final norm.  ``active`` counts what one token uses:
+    everything except the routed experts it is not sent to.
     """
 
     token_embedding: int
@@ -45,12 +51,50 @@ class ParamCounts:
         return d
 
 
+def norm_params(s: ModelShape, width: int | None = None) -> int:
+    """One normalisation layer over ``width`` numbers (d_model by default): 2·width for
+    LayerNorm (weight, bias), width for RMSNorm, 0 for LayerNorm without weights (OLMo)."""
+    return NORM_PARAMS_PER_WIDTH[s.norm] * (s.d_model if width is None else width)
+
+
+def _linear(n_in: int, n_out: int, bias: bool) -> int:
+    return n_in * n_out + (n_out if bias else 0)
+
+
+def latent_attention_params_per_layer(s: ModelShape) -> int:
+    """Multi-head latent attention of one block (DeepSeek-V2/V3, as ``transformers`` builds
+    it), with H = n_heads and the widths of ``s.mla``:
+
+        queries  d_model × q_lora_rank, a norm, q_lora_rank × H·d_head
+                 (or d_model × H·d_head when q_lora_rank is 0)
+        kv_a     d_model × (kv_lora_rank + d_head_rope), a norm of kv_lora_rank
+        kv_b     kv_lora_rank × H·(d_head − d_head_rope + d_head_v)
+        output   H·d_head_v × d_model
+
+    ``qkv_bias`` puts biases on the two down-projections, ``out_bias`` on the output.
+    """
+    m, H = s.mla, s.n_heads
+    if m.q_lora_rank:
+        q = (_linear(s.d_model, m.q_lora_rank, s.qkv_bias) + norm_params(s, m.q_lora_rank)
+             + _linear(m.q_lora_rank, H * s.d_head, False))
+    else:
+        q = _linear(s.d_model, H * s.d_head, False)
+    kv = (_linear(s.d_model, m.kv_lora_rank + m.d_head_rope, s.qkv_bias)
+          + norm_params(s, m.kv_lora_rank)
+          + _linear(m.kv_lora_rank, H * (s.d_head - m.d_head_rope + m.d_head_v), False))
+    return q + kv + _linear(H * m.d_head_v, s.d_model, s.out_bias)
+
+
 def attention_params_per_layer(s: ModelShape) -> int:
     """Query, key, value and output projections of one block (with their biases).
 
     Q and O are d_model × (n_heads·d_head); K and V are d_model × (n_kv_heads·d_head) each,
     so grouped-query attention shrinks K and V, not Q and O.  For GPT-2 shapes: 4·d_model² + 4·d_model.
+    Fused layouts (GPT-2's ``c_attn``, Phi-3's ``qkv_proj``, Falcon's ``query_key_value``)
+    hold the same numbers.  Latent attention: see ``latent_attention_params_per_layer``.
     """
+    if s.mla is not None:
+        return latent_attention_params_per_layer(s)
     q, kv = s.n_heads * s.d_head, s.n_kv_heads * s.d_head
     n = s.d_model * (q + 2 * kv) + q * s.d_model
     if s.qkv_bias:
@@ -60,26 +104,38 @@ def attention_params_per_layer(s: ModelShape) -> int:
     return n
 
 
-def mlp_params(s: ModelShape) -> int:
-    """One dense feed-forward layer (or one expert): 2 matrices for GELU, 3 for SwiGLU.
+def mlp_params(s: ModelShape, d_ff: int | None = None) -> int:
+    """One feed-forward layer of width ``d_ff`` (``s.d_ff`` by default: one dense layer or one
+    expert): 2 matrices for GELU, 3 for SwiGLU/GeGLU, with biases if ``s.mlp_bias``.
 
     For GPT-2 shapes (d_ff = 4·d_model): 8·d_model² + 5·d_model with biases.
     """
-    n_in = 1 if s.mlp == "gelu" else 2  # matrices into d_ff: up (and gate)
-    n = (n_in + 1) * s.d_model * s.d_ff
+    d_ff = s.d_ff if d_ff is None else d_ff
+    n_in = s.mlp_matrices - 1  # matrices into d_ff: up (and gate)
+    n = s.mlp_matrices * s.d_model * d_ff
     if s.mlp_bias:
-        n += n_in * s.d_ff + s.d_model
+        n += n_in * d_ff + s.d_model
     return n
 
 
-def norm_params(s: ModelShape) -> int:
-    """One normalisation layer: 2·d_model for LayerNorm (weight, bias), d_model for RMSNorm."""
-    return 2 * s.d_model if s.norm == "layernorm" else s.d_model
-
-
 def router_params_per_layer(s: ModelShape) -> int:
-    """The top-k router of a mixture-of-experts layer: d_model × n_experts, no bias (Mixtral)."""
+    """The top-k router of a mixture-of-experts layer: d_model × n_experts, no bias (Mixtral,
+    DeepSeek-V3)."""
     return s.d_model * s.n_experts if s.is_moe else 0
+
+
+def _is_moe_layer(s: ModelShape, layer: int) -> bool:
+    return s.is_moe and layer >= s.n_dense_layers
+
+
+def feed_forward_params_per_layer(s: ModelShape, layer: int) -> int:
+    """The feed-forward part of block ``layer`` (0-based): one MLP for a dense model or a
+    dense first layer (width ``d_ff_dense``); every routed expert plus the shared experts
+    (one MLP of width n_shared_experts·d_ff) for a mixture-of-experts layer."""
+    if not _is_moe_layer(s, layer):
+        return mlp_params(s, s.d_ff_dense if s.is_moe and s.d_ff_dense else s.d_ff)
+    shared = mlp_params(s, s.n_shared_experts * s.d_ff) if s.n_shared_experts else 0
+    return s.n_experts * mlp_params(s) + shared
 
 
 def count_params(s: ModelShape) -> ParamCounts:
@@ -89,32 +145,42 @@ def count_params(s: ModelShape) -> ParamCounts:
         s: the model's shape.
     Returns:
         ParamCounts; ``total`` and ``active`` in parameters.
-    Source: the architectures as built in ``transformers`` (GPT-2, Llama, Mistral, Mixtral);
-    two norms per block plus a final norm.
+    Source: the architectures as built in ``transformers`` 5 (GPT-2, Llama, Mistral, Mixtral,
+    Qwen2, Gemma, Gemma 2, Phi-3, OLMo, Falcon, DeepSeek-V3): ``norms_per_block`` norms per
+    block plus a final norm.
     """
     L = s.n_layers
     token = s.d_vocab * s.d_model
     position = s.n_ctx * s.d_model if s.positions == "learned" else 0
     attention = L * attention_params_per_layer(s)
-    n_mlps = s.n_experts if s.is_moe else 1
-    feed_forward = L * n_mlps * mlp_params(s)
-    router = L * router_params_per_layer(s)
-    norms = (2 * L + 1) * norm_params(s)
+    n_dense = L - s.moe_layers
+    feed_forward = (n_dense * feed_forward_params_per_layer(s, 0)
+                    + s.moe_layers * feed_forward_params_per_layer(s, L - 1))
+    router = s.moe_layers * router_params_per_layer(s)
+    norms = (s.norms_per_block * L + 1) * norm_params(s)
     head = 0 if s.tied_embeddings else s.d_vocab * s.d_model
-    unused_experts = L * (s.n_experts - s.n_experts_per_tok) * mlp_params(s) if s.is_moe else 0
+    unused_experts = s.moe_layers * (s.n_experts - s.n_experts_per_tok) * mlp_params(s)
     total = token + position + attention + feed_forward + router + norms + head
     return ParamCounts(token_embedding=token, position_embedding=position, attention=attention,
                        feed_forward=feed_forward, router=router, norms=norms, output_head=head,
                        active=total - unused_experts)
 
 
-def block_params(s: ModelShape) -> dict:
+def block_params(s: ModelShape, layer: int | None = None) -> dict:
     """One block's parameters by part: ``attention``, ``feed_forward`` (all experts),
-    ``router``, ``norms`` and ``total`` (parameters)."""
-    n_mlps = s.n_experts if s.is_moe else 1
+    ``router``, ``norms`` and ``total`` (parameters).
+
+    ``layer`` (0-based) matters only when blocks differ, as in DeepSeek-V3 whose first
+    ``n_dense_layers`` are dense; None means the last block.  Raises ValueError for a layer
+    outside 0 .. n_layers − 1."""
+    if layer is None:
+        layer = s.n_layers - 1
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < s.n_layers:
+        raise ValueError(f"layer={layer!r} must be an integer from 0 to {s.n_layers - 1}")
+    moe = _is_moe_layer(s, layer)
     parts = {"attention": attention_params_per_layer(s),
-             "feed_forward": n_mlps * mlp_params(s),
-             "router": router_params_per_layer(s),
-             "norms": 2 * norm_params(s)}
+             "feed_forward": feed_forward_params_per_layer(s, layer),
+             "router": router_params_per_layer(s) if moe else 0,
+             "norms": s.norms_per_block * norm_params(s)}
     parts["total"] = sum(parts.values())
     return parts

@@ -7,31 +7,76 @@ Kaplan et al. (2020, arxiv.org/abs/2001.08361) use:
     n_layers    number of blocks
     n_heads     query heads per block
     n_kv_heads  key/value heads per block (fewer than n_heads: grouped-query attention)
-    d_head      width of one head
+    d_head      width of one head (of a query and key head for latent attention)
     d_ff        width of the feed-forward layer (per expert for a mixture of experts)
     n_ctx       positions the model was trained for (its context length)
     d_vocab     tokens in the vocabulary
 
-Everything else is a switch that real architectures differ on (kind of MLP and norm, biases,
-tied head, experts, sliding window).  A shape is validated when it is built: a bad value
-raises ``ValueError`` naming the field and the value.
+Everything else is a switch that real architectures differ on (kind of MLP and norm, norms
+per block, biases, tied head, experts, dense first layers, sliding window, latent attention).
+A shape is validated when it is built: a bad value raises ``ValueError`` naming the field and
+the value.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
-MLP_KINDS = ("gelu", "swiglu")
-"""``gelu``: two matrices, d_model→d_ff→d_model (GPT-2).  ``swiglu``: three matrices, a gate
-and an up projection d_model→d_ff and a down projection d_ff→d_model (Llama; Shazeer 2020,
-arxiv.org/abs/2002.05202).  Any gated MLP (GeGLU too) counts like ``swiglu``."""
+MLP_MATRICES = {"gelu": 2, "swiglu": 3, "geglu": 3}
+"""Weight matrices in one feed-forward layer of each kind.  ``gelu``: an up projection
+d_model→d_ff and a down projection d_ff→d_model (GPT-2, Falcon).  ``swiglu`` and ``geglu``:
+a gate and an up projection d_model→d_ff and a down projection d_ff→d_model (Llama with SiLU,
+Gemma with GELU; Shazeer 2020, arxiv.org/abs/2002.05202).  Fused layouts (Phi-3's
+``gate_up_proj``) hold the same numbers."""
 
-NORM_KINDS = ("layernorm", "rmsnorm")
-"""``layernorm``: a weight and a bias of d_model each (Ba et al. 2016).  ``rmsnorm``: a weight
-only (Zhang and Sennrich 2019)."""
+MLP_KINDS = tuple(MLP_MATRICES)
 
-POSITION_KINDS = ("learned", "rotary", "sinusoidal", "none")
-"""``learned``: a table of n_ctx × d_model parameters (GPT-2).  ``rotary`` (Su et al. 2021) and
-``sinusoidal`` (Vaswani et al. 2017) have no parameters."""
+NORM_PARAMS_PER_WIDTH = {"layernorm": 2, "rmsnorm": 1, "nonparametric_layernorm": 0}
+"""Parameters per unit of width of each normalisation kind.  ``layernorm``: a weight and a
+bias (Ba et al. 2016; GPT-2, Falcon).  ``rmsnorm``: a weight only (Zhang and Sennrich 2019;
+Llama, Gemma).  ``nonparametric_layernorm``: LayerNorm without weight or bias, no parameters
+(OLMo, Groeneveld et al. 2024, arxiv.org/abs/2402.00838)."""
+
+NORM_KINDS = tuple(NORM_PARAMS_PER_WIDTH)
+
+POSITION_KINDS = ("learned", "rotary", "sinusoidal", "alibi", "none")
+"""``learned``: a table of n_ctx × d_model parameters (GPT-2).  ``rotary`` (Su et al. 2021),
+``sinusoidal`` (Vaswani et al. 2017) and ``alibi`` (Press et al. 2021) have no parameters."""
+
+
+@dataclass(frozen=True)
+class LatentAttention:
+    """Multi-head latent attention (MLA; DeepSeek-V2, arxiv.org/abs/2405.04434, section 2.1).
+
+    Keys and values are rebuilt per head from one shared latent of ``kv_lora_rank`` numbers
+    per token, plus one rotary key of ``d_head_rope`` numbers shared by all heads; that latent
+    and rotary key are all a layer needs to cache.  Each query/key head is ``d_head`` wide
+    (``d_head - d_head_rope`` without and ``d_head_rope`` with rotary positions); each value
+    head is ``d_head_v`` wide.
+
+    Fields:
+        kv_lora_rank: width of the key/value latent (DeepSeek-V3: 512).
+        d_head_rope: rotary part of a query/key head (64).
+        d_head_v: width of a value head (128).
+        q_lora_rank: width of the query latent; 0 projects queries straight from d_model
+            (DeepSeek-V2-Lite) (1536).
+    Raises:
+        ValueError: a width that is not a whole number, non-positive ``kv_lora_rank`` or
+            ``d_head_v``, or negative ``d_head_rope`` or ``q_lora_rank``.
+    """
+
+    kv_lora_rank: int
+    d_head_rope: int
+    d_head_v: int
+    q_lora_rank: int = 0
+
+    def __post_init__(self) -> None:
+        _check_positive("kv_lora_rank", self.kv_lora_rank)
+        _check_int("d_head_rope", self.d_head_rope, minimum=0)
+        _check_positive("d_head_v", self.d_head_v)
+        _check_int("q_lora_rank", self.q_lora_rank, minimum=0)
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -45,7 +90,9 @@ class ModelShape:
     Raises:
         ValueError: a size that is not a positive integer; ``n_heads`` not dividing ``d_model``
             when ``d_head`` is not given; ``n_kv_heads`` not dividing ``n_heads``; more experts
-            per token than experts; an unknown ``mlp``, ``norm`` or ``positions`` kind.
+            per token than experts; an unknown ``mlp``, ``norm`` or ``positions`` kind; a
+            switch that is not True/False; ``n_sliding_layers`` without a window or above
+            ``n_layers``; shared experts, dense layers or ``d_ff_dense`` without experts.
     """
 
     d_model: int
@@ -60,7 +107,10 @@ class ModelShape:
     norm: str = "layernorm"
     positions: str = "learned"
     qkv_bias: bool = True
+    """Biases on the query, key and value projections (on the down-projections ``q_a`` and
+    ``kv_a`` for latent attention, as DeepSeek's ``attention_bias`` does)."""
     out_bias: bool = True
+    """A bias on the attention output projection."""
     mlp_bias: bool = True
     tied_embeddings: bool = True
     n_experts: int = 0
@@ -69,6 +119,26 @@ class ModelShape:
     """Experts each token is routed to (top-k); 0 for a dense model."""
     sliding_window: int | None = None
     """Each token attends to at most this many positions (Mistral); None means all."""
+    n_sliding_layers: int | None = None
+    """How many of the ``n_layers`` use ``sliding_window``; the others attend to every
+    position (Gemma 2: every other layer).  None means all of them.  See ``sliding_layers``."""
+    norms_per_block: int = 2
+    """Normalisation layers in each block, a final one after the last block aside: 2 before
+    attention and feed-forward (GPT-2, Llama); 4 with Gemma 2's extra norms after each; 1 for
+    Falcon-7B's parallel block, whose attention and MLP read the same normed input."""
+    parallel_attn: bool = False
+    """Attention and feed-forward read the same input and their outputs are added to the
+    residual stream together (GPT-J, Falcon).  Changes neither parameters nor multiply-adds."""
+    n_shared_experts: int = 0
+    """Experts every token goes through besides its routed ones (DeepSeek-V3: 1).  They are
+    built as one feed-forward layer of width ``n_shared_experts × d_ff``."""
+    n_dense_layers: int = 0
+    """The first layers of a mixture of experts that have a dense feed-forward layer instead
+    (DeepSeek-V3: 3, ``first_k_dense_replace``)."""
+    d_ff_dense: int | None = None
+    """Width of those dense layers' feed-forward; None means ``d_ff``."""
+    mla: LatentAttention | None = None
+    """Multi-head latent attention (DeepSeek); None for ordinary attention."""
     dtype: str | None = None
     """The dtype the card stores its weights in (``torch_dtype``), if it says."""
     model_type: str = "custom"
@@ -107,7 +177,38 @@ class ModelShape:
             )
         if self.sliding_window is not None:
             _check_positive("sliding_window", self.sliding_window)
-        for f in ("qkv_bias", "out_bias", "mlp_bias", "tied_embeddings"):
+        if self.n_sliding_layers is not None:
+            _check_int("n_sliding_layers", self.n_sliding_layers, minimum=0)
+            if self.sliding_window is None:
+                raise ValueError(f"n_sliding_layers={self.n_sliding_layers} needs a "
+                                 "sliding_window")
+            if self.n_sliding_layers > self.n_layers:
+                raise ValueError(f"n_sliding_layers={self.n_sliding_layers} is more than "
+                                 f"n_layers={self.n_layers}")
+        _check_int("norms_per_block", self.norms_per_block, minimum=0)
+        _check_int("n_shared_experts", self.n_shared_experts, minimum=0)
+        _check_int("n_dense_layers", self.n_dense_layers, minimum=0)
+        for f in ("n_shared_experts", "n_dense_layers"):
+            if getattr(self, f) and not self.is_moe:
+                raise ValueError(f"{f}={getattr(self, f)} needs a mixture of experts "
+                                 f"(n_experts={self.n_experts})")
+        if self.n_dense_layers > self.n_layers:
+            raise ValueError(f"n_dense_layers={self.n_dense_layers} is more than "
+                             f"n_layers={self.n_layers}")
+        if self.d_ff_dense is not None:
+            _check_positive("d_ff_dense", self.d_ff_dense)
+            if not self.n_dense_layers:
+                raise ValueError(f"d_ff_dense={self.d_ff_dense} needs dense layers "
+                                 f"(n_dense_layers={self.n_dense_layers})")
+        if isinstance(self.mla, dict):  # from as_dict() or JSON
+            object.__setattr__(self, "mla", LatentAttention(**self.mla))
+        if self.mla is not None:
+            if not isinstance(self.mla, LatentAttention):
+                raise ValueError(f"mla={self.mla!r} must be a LatentAttention or None")
+            if self.mla.d_head_rope > self.d_head:
+                raise ValueError(f"mla.d_head_rope={self.mla.d_head_rope} is more than "
+                                 f"d_head={self.d_head}")
+        for f in ("qkv_bias", "out_bias", "mlp_bias", "tied_embeddings", "parallel_attn"):
             if not isinstance(getattr(self, f), bool):
                 raise ValueError(f"{f}={getattr(self, f)!r} must be True or False")
 
@@ -121,22 +222,54 @@ class ModelShape:
         """Query heads that share one key/value head (1 for multi-head attention)."""
         return self.n_heads // self.n_kv_heads
 
+    @property
+    def mlp_matrices(self) -> int:
+        """Weight matrices in one feed-forward layer: 2 for ``gelu``, 3 for gated kinds."""
+        return MLP_MATRICES[self.mlp]
+
+    @property
+    def sliding_layers(self) -> int:
+        """Layers that attend through the sliding window: 0 without a window, else
+        ``n_sliding_layers`` (all ``n_layers`` when that is None)."""
+        if self.sliding_window is None:
+            return 0
+        return self.n_layers if self.n_sliding_layers is None else self.n_sliding_layers
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose feed-forward is a mixture of experts (0 for a dense model)."""
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    @property
+    def kv_cache_width(self) -> int:
+        """Numbers one layer caches per token: a key and a value per key/value head,
+        2·n_kv_heads·d_head; for latent attention the latent and the shared rotary key,
+        kv_lora_rank + d_head_rope (DeepSeek-V2 section 2.1.2): 512 + 64 = 576 for DeepSeek-V3,
+        where its 128 heads' keys (192 wide) and values (128 wide) would take 40,960."""
+        if self.mla is not None:
+            return self.mla.kv_lora_rank + self.mla.d_head_rope
+        return 2 * self.n_kv_heads * self.d_head
+
     def with_(self, **changes) -> "ModelShape":
         """A copy with some fields changed, validated again (``dataclasses.replace``).
 
         Values that were derived follow the change unless given: when ``d_model`` or
-        ``n_heads`` changes, a ``d_head`` equal to d_model // n_heads is derived again, and
-        when ``n_heads`` changes, an ``n_kv_heads`` equal to n_heads follows it."""
+        ``n_heads`` changes, a ``d_head`` equal to d_model // n_heads is derived again (not for
+        latent attention, whose d_head is its own), and when ``n_heads`` changes, an
+        ``n_kv_heads`` equal to n_heads follows it."""
         if "d_head" not in changes and {"d_model", "n_heads"} & changes.keys() \
-                and self.d_head * self.n_heads == self.d_model:
+                and self.mla is None and self.d_head * self.n_heads == self.d_model:
             changes["d_head"] = None
         if "n_kv_heads" not in changes and "n_heads" in changes and self.n_kv_heads == self.n_heads:
             changes["n_kv_heads"] = None
         return replace(self, **changes)
 
     def as_dict(self) -> dict:
-        """The fields as a plain dict (JSON-ready)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The fields as a plain dict (JSON-ready; ``mla`` as a dict or None)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.mla is not None:
+            d["mla"] = self.mla.as_dict()
+        return d
 
 
 def _check_int(name: str, value, minimum: int) -> None:
