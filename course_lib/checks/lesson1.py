@@ -84,7 +84,7 @@ def _builds_on(*names: str):
         raise CheckFailed(msg) from None
 
 
-def _not_rounded(expected: float, scale: float = 1.0) -> dict:
+def _not_rounded(expected: float) -> dict:
     """Mistakes a rounded share would match: 2 to 4 decimals (of the fraction and of %)."""
     m = {}
     for k in (2, 3, 4):
