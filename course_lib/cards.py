@@ -52,7 +52,7 @@ class _Reader:
         """A whole number from the first of ``keys`` present (aliases), else CardError."""
         for key in keys:
             if self.cfg.get(key) is not None:
-                self.keys[field] = key
+                self.keys[field] = f"key {key!r}"
                 return self._whole(field, key, self.cfg[key])
         raise CardError(f"{self.model_type} config is missing the required key {keys[0]!r} "
                         f"({field})")
@@ -72,7 +72,8 @@ class _Reader:
         value = self.raw(key, absent, null)
         if value is None:
             return None
-        self.keys.setdefault(field, key)
+        self.keys.setdefault(field, f"key {key!r}" if self.cfg.get(key) is not None
+                             else f"key {key!r} absent or null: {self.model_type}'s default")
         return self._whole(field, key, value)
 
     def flag(self, field: str, key: str, absent: bool) -> bool:
@@ -80,11 +81,13 @@ class _Reader:
         if not isinstance(value, bool):
             raise CardError(f"bad {self.model_type} config: {field}={value!r} (key {key!r}) "
                             "must be true or false")
-        self.keys.setdefault(field, key)
+        self.keys.setdefault(field, f"key {key!r}")
         return value
 
     def layer_types(self, n_layers: int, default: list[str]) -> int:
         """Layers marked ``sliding_attention`` in ``layer_types`` (or in ``default``)."""
+        if n_layers < 1:
+            return 0  # the shape names the bad num_hidden_layers
         types = self.raw("layer_types", default)
         if not isinstance(types, list) or len(types) != n_layers:
             raise CardError(f"bad {self.model_type} config: layer_types={types!r} must list "
@@ -123,11 +126,13 @@ def _from_gpt2(r: _Reader) -> dict:
     )
 
 
-def _rotary_base(r: _Reader, kv_absent="heads", head_dim_absent=None) -> dict:
+def _rotary_base(r: _Reader, kv_absent="heads", head_dim_absent=None,
+                 d_ff_field: str = "d_ff") -> dict:
     """The keys Llama and its descendants share (rotary positions, RMSNorm, gated MLP, no
     biases by default).  ``kv_absent``: num_key_value_heads when the key is missing ("heads"
     or a number; null always means as many as query heads).  ``head_dim_absent``: head_dim
-    when missing (None: d_model // n_heads; null means the same)."""
+    when missing (None: d_model // n_heads; null means the same).  ``d_ff_field``: the field
+    intermediate_size feeds, named in errors (DeepSeek's is the dense layers' width)."""
     n_heads = r.required("n_heads", "num_attention_heads")
     n_kv = r.number("n_kv_heads", "num_key_value_heads",
                     absent=n_heads if kv_absent == "heads" else kv_absent, null=n_heads)
@@ -137,7 +142,7 @@ def _rotary_base(r: _Reader, kv_absent="heads", head_dim_absent=None) -> dict:
         n_heads=n_heads,
         n_kv_heads=n_kv,
         d_head=r.number("d_head", "head_dim", head_dim_absent, null=None),
-        d_ff=r.required("d_ff", "intermediate_size"),
+        d_ff=r.required(d_ff_field, "intermediate_size"),
         d_vocab=r.required("d_vocab", "vocab_size"),
         n_ctx=r.required("n_ctx", "max_position_embeddings"),
         mlp="swiglu", norm="rmsnorm", positions="rotary",
@@ -261,7 +266,7 @@ def _from_deepseek_v3(r: _Reader) -> dict:
     # (intermediate_size), the others n_routed_experts experts of moe_intermediate_size plus
     # n_shared_experts shared ones.  Missing keys take DeepseekV3Config's defaults, which are
     # DeepSeek-V3's own values.
-    d = _rotary_base(r, kv_absent=128)
+    d = _rotary_base(r, kv_absent=128, d_ff_field="d_ff_dense")
     nope = r.number("d_head", "qk_nope_head_dim", 128)
     rope = r.number("mla.d_head_rope", "qk_rope_head_dim", 64)
     mla = dict(kv_lora_rank=r.number("mla.kv_lora_rank", "kv_lora_rank", 512),
@@ -340,8 +345,8 @@ def shape_from_config(config: dict | str | os.PathLike, name: str = "") -> Model
     except (ValueError, TypeError) as e:
         message = str(e)
         field = re.match(r"(\w+)=", message)
-        key = reader.keys.get(field.group(1)) if field else None
-        where = f" (key {key!r})" if key else ""
+        source = reader.keys.get(field.group(1)) if field else None
+        where = f" ({source})" if source else ""
         raise CardError(f"bad {model_type} config: {message}{where}") from None
 
 

@@ -131,6 +131,39 @@ def test_mixtral_active():
     assert p.total - p.active == 32 * 6 * 3 * 4096 * 14336  # six unused SwiGLU experts a layer
 
 
+# Cards added for the other families: totals measured on the meta device with transformers
+# 5.24 (test_shipped_card_matches_transformers re-checks them), and the rounded figure each
+# model's publisher gives.
+NEW_CARD_TOTALS = {
+    "Qwen2-7B-Instruct": (7_615_616_512, 7.6e9),  # "7B", 7.6B on the model card
+    "gemma-2b": (2_506_172_416, 2.5e9),
+    "gemma-2-9b": (9_241_705_984, 9.2e9),
+    "Phi-3-mini-4k-instruct": (3_821_079_552, 3.8e9),
+    "OLMo-1B-hf": (1_176_764_416, 1.2e9),
+    "falcon-7b-instruct": (6_921_720_704, 6.9e9),
+    "DeepSeek-V3": (671_026_404_352, 671e9),  # 671B; the 685B on its page adds 14B of MTP
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_CARD_TOTALS))
+def test_new_card_totals(name):
+    exact, published = NEW_CARD_TOTALS[name]
+    total = count_params(cl.load_card(name)).total
+    assert total == exact
+    assert abs(total - published) / published < 0.01
+
+
+def test_every_card_has_a_total():
+    assert set(cl.card_names()) == set(REFERENCE_TOTALS) | set(NEW_CARD_TOTALS)
+
+
+def test_deepseek_v3_active():
+    """DeepSeek-V3 paper (arxiv.org/abs/2412.19437): 671B total, 37B activated per token."""
+    p = count_params(cl.load_card("DeepSeek-V3"))
+    assert p.active == 37_552_282_624
+    assert p.total - p.active == 58 * (256 - 8) * 3 * 7168 * 2048  # 58 MoE layers
+
+
 def test_gpt2_embedding_share():
     p = count_params(cl.load_card("gpt2"))
     assert p.embedding == 39_383_808  # REFERENCE.md: 50257·768 + 1024·768
