@@ -139,7 +139,7 @@ NEW_CARD_TOTALS = {
     "gemma-2b": (2_506_172_416, 2.5e9),
     "gemma-2-9b": (9_241_705_984, 9.2e9),
     "Phi-3-mini-4k-instruct": (3_821_079_552, 3.8e9),
-    "OLMo-1B-hf": (1_176_764_416, 1.2e9),
+    "OLMo-1B-hf": (1_176_764_416, 1.18e9),  # "1B"; 1.18B on the model card
     "falcon-7b-instruct": (6_921_720_704, 6.9e9),
     "DeepSeek-V3": (671_026_404_352, 671e9),  # 671B; the 685B on its page adds 14B of MTP
 }
