@@ -92,7 +92,8 @@ class ModelShape:
             when ``d_head`` is not given; ``n_kv_heads`` not dividing ``n_heads``; more experts
             per token than experts; an unknown ``mlp``, ``norm`` or ``positions`` kind; a
             switch that is not True/False; ``n_sliding_layers`` without a window or above
-            ``n_layers``; shared experts, dense layers or ``d_ff_dense`` without experts.
+            ``n_layers``; shared experts, dense layers or ``d_ff_dense`` without experts;
+            latent attention with fewer kv heads than heads.
     """
 
     d_model: int
@@ -205,6 +206,9 @@ class ModelShape:
         if self.mla is not None:
             if not isinstance(self.mla, LatentAttention):
                 raise ValueError(f"mla={self.mla!r} must be a LatentAttention or None")
+            if self.n_kv_heads != self.n_heads:
+                raise ValueError(f"n_kv_heads={self.n_kv_heads} must equal n_heads={self.n_heads} "
+                                 "with latent attention: each head rebuilds its own key and value")
             if self.mla.d_head_rope > self.d_head:
                 raise ValueError(f"mla.d_head_rope={self.mla.d_head_rope} is more than "
                                  f"d_head={self.d_head}")

@@ -325,6 +325,8 @@ BASE = dict(d_model=64, n_layers=2, n_heads=4, d_ff=96, d_vocab=100, n_ctx=32)
     (dict(n_experts=2, n_experts_per_tok=1, d_ff_dense=128), "d_ff_dense=128 needs dense layers"),
     (dict(parallel_attn="yes"), "parallel_attn='yes' must be True or False"),
     (dict(mla="latent"), "mla='latent' must be a LatentAttention"),
+    (dict(n_kv_heads=2, mla=dict(kv_lora_rank=8, d_head_rope=4, d_head_v=8)),
+     "n_kv_heads=2 must equal n_heads=4 with latent attention"),
     (dict(mla=dict(kv_lora_rank=8, d_head_rope=32, d_head_v=8)), "mla.d_head_rope=32 is more than d_head=16"),
 ])
 def test_model_shape_errors(changes, needle):
