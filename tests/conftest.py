@@ -225,7 +225,7 @@ def build_graded(case: Case, root: Path) -> None:
     subs = root / "submissions"
     _write(solution, subs / "solution" / name / f"{name}.ipynb")
     _write(release, subs / "blank" / name / f"{name}.ipynb")
-    for i, batch in enumerate(wrong_answers.batches(list(case.wrongs)), 1):
+    for i, batch in enumerate(_batches(case), 1):
         _write(wrong_answers.wrong_submission(solution, batch),
                subs / f"wrong-{i}" / name / f"{name}.ipynb")
     if case.mini:
@@ -252,10 +252,19 @@ def build_graded(case: Case, root: Path) -> None:
     (root / "digests.json").write_text(json.dumps({"before": before, "after": after}))
 
 
+EACH_WRONG_ALONE = os.environ.get("WRONG_ANSWERS_ALONE", "") not in ("", "0")
+"""``WRONG_ANSWERS_ALONE=1``: grade every wrong answer in a submission of its own (slower;
+checks each entry's ``loses`` exactly, for authors writing a registry)."""
+
+
+def _batches(case: Case) -> list[list[Wrong]]:
+    return wrong_answers.batches(list(case.wrongs), each_alone=EACH_WRONG_ALONE)
+
+
 def _graded(case: Case, tmp_path_factory) -> Graded:
-    key = f"graded-{'mini' if case.mini else 'repo'}-{case.name}"
+    key = f"graded-{'mini' if case.mini else 'repo'}-{case.name}{'-alone' * EACH_WRONG_ALONE}"
     root = build_once(tmp_path_factory, key, lambda p: build_graded(case, p))
-    return Graded(case, root, wrong_answers.batches(list(case.wrongs)))
+    return Graded(case, root, _batches(case))
 
 
 @pytest.fixture

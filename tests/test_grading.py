@@ -162,20 +162,20 @@ def test_feedback_withholds_a_message_that_quotes_a_hidden_test():
     assert redact(message, hidden) == f"AssertionError: keep the sign\n{WITHHELD}"
 
 
-def test_grade_command(mini_course, tmp_path):
+def test_grade_command(mini_course, tmp_path, capsys):
+    from course_tools.grade import main as grade_main
+
     subs = tmp_path / "subs"
     (subs / "ann" / "mini").mkdir(parents=True)
     (subs / "ann" / "mini" / "mini.ipynb").write_text("{not json")
     (subs / "bo" / "mini").mkdir(parents=True)
     (subs / "bo" / "mini" / "notes.txt").write_text("forgot the notebook")
     out = tmp_path / "out"
+    course = ["--course", str(mini_course)]
 
-    def run(*args):
-        return subprocess.run([sys.executable, "-m", "course_tools.grade", str(subs), *args,
-                               "--course", str(mini_course)], capture_output=True, text=True,
-                              cwd=tmp_path)
-
-    done = run("--out", str(out))
+    # the module's command line, as `make grade` runs it
+    done = subprocess.run([sys.executable, "-m", "course_tools.grade", str(subs), "--out",
+                           str(out), *course], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "ann" in done.stdout and "invalid_json" in done.stdout and "missing" in done.stdout
     with open(out / "grades.csv", newline="") as f:
@@ -184,11 +184,17 @@ def test_grade_command(mini_course, tmp_path):
     assert rows["ann"]["max_score"] == "6"
     assert (out / "feedback" / "bo" / "mini.md").is_file()
 
-    assert run("--out", str(out)).returncode == 0  # an earlier grading output is replaced
+    # an earlier grading output is replaced; anything else is refused
+    (out / "feedback" / "old-student").mkdir()
+    assert grade_main([str(subs), "--out", str(out), *course]) == 0
+    assert not (out / "feedback" / "old-student").exists()
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "thesis.tex").write_text("keep me")
-    refused = run("--out", str(tmp_path / "busy"))
-    assert refused.returncode == 2 and "not an earlier grading output" in refused.stderr
-    assert run("--out", str(subs / "ann")).returncode == 2
-    unknown = run("--out", str(out), "--assignment", "lesson99")
-    assert unknown.returncode == 2 and "unknown assignment(s) lesson99" in unknown.stderr
+    capsys.readouterr()
+    assert grade_main([str(subs), "--out", str(tmp_path / "busy"), *course]) == 2
+    assert "not an earlier grading output" in capsys.readouterr().err
+    assert (tmp_path / "busy" / "thesis.tex").read_text() == "keep me"
+    assert grade_main([str(subs), "--out", str(subs / "ann"), *course]) == 2
+    assert "must not be inside SUBMISSIONS" in capsys.readouterr().err
+    assert grade_main([str(subs), "--out", str(out), "--assignment", "lesson99", *course]) == 2
+    assert "unknown assignment(s) lesson99" in capsys.readouterr().err

@@ -128,16 +128,11 @@ def test_no_release_without_a_source():
 def test_release_command_regenerates_and_is_idempotent(mini_course, tmp_path, capsys):
     course = tmp_path / "course"
     shutil.copytree(mini_course, course, ignore=shutil.ignore_patterns(".built"))
-    shutil.rmtree(course / "notebooks")
-    source = course / "solutions/mini/mini.ipynb"
-
-    assert release_main(["--course", str(course)]) == 0
-    assert "mini: updated notebooks/mini/mini.ipynb" in capsys.readouterr().out
-    first = (course / "notebooks/mini/mini.ipynb").read_bytes()
-    assert first == (mini_course / "notebooks/mini/mini.ipynb").read_bytes()
+    source, release = course / "solutions/mini/mini.ipynb", course / "notebooks/mini/mini.ipynb"
 
     assert release_main(["--course", str(course), "mini"]) == 0
     assert capsys.readouterr().out.strip() == "mini: up to date"
+    assert release.read_bytes() == (mini_course / "notebooks/mini/mini.ipynb").read_bytes()
     # nothing but the course's own files: no gradebook.db, no .nbgrader.log, no build dirs
     files = sorted(str(p.relative_to(course)) for p in course.rglob("*") if p.is_file())
     assert files == ["nbgrader_config.py", "notebooks/mini/mini.ipynb", "solutions/mini/mini.ipynb"]
@@ -150,7 +145,9 @@ def test_release_command_regenerates_and_is_idempotent(mini_course, tmp_path, ca
     out = capsys.readouterr().out
     assert "notebooks/mini/mini.ipynb" in out and "notebooks/mini/stale.txt" in out
     assert not (course / "notebooks/mini/stale.txt").exists()
-    assert "Edited." in nbformat.read(course / "notebooks/mini/mini.ipynb", as_version=4).cells[0].source
+    assert "Edited." in nbformat.read(release, as_version=4).cells[0].source
+    files = sorted(str(p.relative_to(course)) for p in course.rglob("*") if p.is_file())
+    assert files == ["nbgrader_config.py", "notebooks/mini/mini.ipynb", "solutions/mini/mini.ipynb"]
 
     assert release_main(["--course", str(course), "nope"]) == 1
     assert "unknown assignment(s) nope" in capsys.readouterr().err

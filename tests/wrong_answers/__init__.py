@@ -12,8 +12,8 @@ source (``solutions/``):
 * :func:`wrong_submission`: the solution submission with some answer cells replaced by
   :class:`Wrong` entries' code: each entry's ``loses`` cells score 0, every other full.
 
-:func:`batches` packs entries into as few submissions as it can without losing
-attribution (each autograde run costs seconds).
+:func:`batches` packs entries into as few submissions as it can (each autograde run costs
+seconds).
 """
 from __future__ import annotations
 
@@ -119,16 +119,20 @@ def wrong_submission(solution_nb, wrongs: list[Wrong]):
     return nb
 
 
-def batches(wrongs: list[Wrong]) -> list[list[Wrong]]:
-    """Pack entries into submissions, first fit, in registry order: a submission holds at
-    most one entry per answer cell, the ``loses`` of its entries are disjoint (so every
-    lost cell is attributed to one entry), and an ``alone`` entry has one to itself."""
+def batches(wrongs: list[Wrong], each_alone: bool = False) -> list[list[Wrong]]:
+    """Pack entries into as few submissions as possible, first fit in registry order: a
+    submission holds at most one entry per answer cell, and an ``alone`` entry (every entry,
+    with ``each_alone``) has a submission to itself.
+
+    So an assignment costs as many autograde runs as its most-answered cell has entries.  In
+    a shared submission a test cell listed by two entries scores 0 because of either: run
+    with ``each_alone`` (``WRONG_ANSWERS_ALONE=1``) to check every claim on its own."""
     packed: list[list[Wrong]] = []
     for w in wrongs:
         for group in packed:
-            if w.alone or any(g.alone for g in group):
+            if w.alone or each_alone or any(g.alone for g in group):
                 continue
-            if all(g.cell != w.cell and not set(g.loses) & set(w.loses) for g in group):
+            if all(g.cell != w.cell for g in group):
                 group.append(w)
                 break
         else:
