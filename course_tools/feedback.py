@@ -109,14 +109,20 @@ def cell_problems(cell) -> str:
     return "\n".join(parts)
 
 
-def read_problems(autograded_nb: Path, hidden: list[str]) -> tuple[dict[str, str], dict[str, str]]:
-    """``({test cell id: problem}, {answer cell id: problem})`` from an autograded notebook,
-    with hidden-test lines withheld."""
+MISSING_CELL = ("this test cell is not in your notebook (deleted, or its nbgrader metadata "
+                "lost by copying): it scores 0")
+
+
+def read_problems(autograded_nb: Path, hidden: list[str]
+                  ) -> tuple[dict[str, str], dict[str, str], set[str]]:
+    """``({test cell id: problem}, {answer cell id: problem}, {every grade_id present})``
+    from an autograded notebook, with hidden-test lines withheld."""
     nb = nbformat.read(autograded_nb, as_version=4)
-    tests, answers = {}, {}
+    tests, answers, present = {}, {}, set()
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         gid = meta.get("grade_id")
+        present.add(gid)
         if cell.cell_type != "code" or not gid:
             continue
         text = cell_problems(cell)
@@ -126,7 +132,7 @@ def read_problems(autograded_nb: Path, hidden: list[str]) -> tuple[dict[str, str
             tests[gid] = redact(text, hidden)
         elif meta.get("solution"):
             answers[gid] = redact(text, hidden)
-    return tests, answers
+    return tests, answers, present
 
 
 def _pts(x: float) -> str:

@@ -40,7 +40,8 @@ import nbformat
 
 from . import (REPO_ROOT, assignments as course_assignments, copy_tree, course_dirs,
                open_gradebook, remove_tree, run_nbgrader)
-from .feedback import CellResult, Report, hidden_lines, read_problems, render_markdown
+from .feedback import (MISSING_CELL, CellResult, Report, hidden_lines, read_problems,
+                       render_markdown)
 
 GRADED, MISSING, MISNAMED = "graded", "missing", "misnamed"
 INVALID_JSON, INVALID_NOTEBOOK = "invalid_json", "invalid_notebook"
@@ -244,10 +245,16 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
                 for nb in notebooks[name]:
                     path = root / "autograded" / student / name / f"{nb}.ipynb"
                     if path.is_file():
-                        tests, answers = read_problems(path, hidden)
+                        tests, answers, present = read_problems(path, hidden)
                         for c in cells:
-                            if c.notebook == nb:
-                                c.message = tests.get(c.grade_id, "")
+                            if c.notebook != nb:
+                                continue
+                            c.message = tests.get(c.grade_id, "")
+                            if c.grade_id not in present:
+                                # nbgrader leaves a deleted cell "needing manual grading"
+                                # with no score: it is simply 0 (OverwriteCells only restores
+                                # cells that are there unless add_missing_cells is set).
+                                c.message, c.needs_manual_grade = MISSING_CELL, False
                         report.answer_errors.update(answers)
                 report.cells = cells
             reports.append(report)

@@ -241,6 +241,10 @@ def build_graded(case: Case, root: Path) -> None:
         twin.id = "pasted-twin"
         dup.cells.append(twin)
         _write(dup, subs / "dup-cell" / name / f"{name}.ipynb")
+        gone = copy.deepcopy(solution)  # a test cell deleted
+        gone.cells = [c for c in gone.cells
+                      if c.metadata.get("nbgrader", {}).get("grade_id") != "t-square"]
+        _write(gone, subs / "deleted-test" / name / f"{name}.ipynb")
 
     before = {"submissions": tree_digest(subs), "course": tree_digest(case.course)
               if case.mini else {}}

@@ -141,6 +141,16 @@ def test_broken_submissions_get_a_clear_row(mini_graded):
         assert f"{status}:" in next(ln for ln in report.splitlines() if ln.strip().startswith(student))
 
 
+def test_a_deleted_test_cell_scores_zero(mini_graded):
+    assert mini_graded.results["deleted-test"]["status"] == "graded"
+    assert mini_graded.cell_scores("deleted-test") == {
+        "t-double": (2, 2), "t-square": (0, 3), "t-both": (1, 1)}
+    assert mini_graded.results["deleted-test"]["score"] == 3
+    text = (mini_graded.out / "feedback" / "deleted-test" / "mini.md").read_text()
+    assert "| `t-square` | 0 / 3 | failed |" in text
+    assert "this test cell is not in your notebook" in text
+
+
 def test_feedback_gives_the_failed_tests_message(mini_graded):
     text = (mini_graded.out / "feedback" / "wrong-2" / "mini.md").read_text()
     # the hidden test's message is shown, its code and values are not
