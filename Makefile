@@ -16,7 +16,8 @@ $(STAMP): requirements.txt pyproject.toml
 
 ## Open the course in JupyterLab (lesson 1 first).
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks/lesson1/lesson1.ipynb $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks/lesson1/lesson1.ipynb \
+		$(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 ## Run the whole test suite (what CI runs).
 test: $(STAMP)
