@@ -156,9 +156,68 @@ def _diagnose(folder: Path, notebooks: list[str]) -> list[str]:
     return found
 
 
-def _cell_order(source_nb: Path) -> dict[str, int]:
-    nb = nbformat.read(source_nb, as_version=4)
-    return {c.metadata.get("nbgrader", {}).get("grade_id"): i for i, c in enumerate(nb.cells)}
+class _Source:
+    """What grading needs from an assignment's source: notebook names, cell order, hidden
+    test lines (to keep them out of feedback)."""
+
+    def __init__(self, folder: Path, notebooks: list[str]):
+        self.notebooks = notebooks
+        self.order: dict[tuple[str, str], int] = {}
+        self.hidden: list[str] = []
+        for nb_name in notebooks:
+            nb = nbformat.read(folder / f"{nb_name}.ipynb", as_version=4)
+            self.hidden += hidden_lines(nb)
+            for i, cell in enumerate(nb.cells):
+                self.order[(nb_name, cell.metadata.get("nbgrader", {}).get("grade_id"))] = i
+
+
+def _grade_one(student_dir: Path, name: str, src: _Source, root: Path, out: Path,
+               course: Path, echo) -> Report:
+    """Check, copy, autograde and read back one student's one assignment."""
+    student = student_dir.name
+    db_url = f"sqlite:///{root / 'gradebook.db'}"
+    if not _STUDENT_ID.match(student):
+        report = Report(student, name, BAD_STUDENT_ID, (
+            f"folder name {student!r} is not a usable student id (letters, digits and "
+            "_ . @ + - only)"))
+    else:
+        report = Report(student, name, *inspect_submission(student_dir, name, src.notebooks))
+    if report.status == GRADED:
+        copy_tree(student_dir / name, root / "submitted" / student / name)
+        echo(f"  autograding {student}/{name} ...")
+        run = run_nbgrader("autograde", root, course, name, student)
+        log = out / "logs" / student / f"{name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(run.log + ("\n" + run.error if run.error else ""))
+        if not run.ok:
+            report.status = AUTOGRADE_ERROR
+            report.detail = "; ".join(
+                _diagnose(student_dir / name, src.notebooks)
+                + [f"nbgrader could not grade this notebook ({run.last_error()})"])
+    if report.status != GRADED:
+        report.max_score = _read_max(db_url, name)
+        return report
+
+    report.max_score, score, cells = _read_gradebook(db_url, student, name)
+    report.score = score or 0.0
+    cells.sort(key=lambda c: (c.notebook, src.order.get((c.notebook, c.grade_id), 0)))
+    for nb_name in src.notebooks:
+        path = root / "autograded" / student / name / f"{nb_name}.ipynb"
+        if not path.is_file():
+            continue
+        tests, answers, present = read_problems(path, src.hidden)
+        for c in cells:
+            if c.notebook != nb_name:
+                continue
+            c.message = tests.get(c.grade_id, "")
+            if c.grade_id not in present:
+                # nbgrader leaves a deleted test cell unscored and "needing manual grading"
+                # (OverwriteCells restores only cells that are there unless
+                # add_missing_cells is set): it scores 0.
+                c.message, c.needs_manual_grade = MISSING_CELL, False
+        report.answer_errors.update(answers)
+    report.cells = cells
+    return report
 
 
 def grade(submissions: Path, out: Path, names: list[str] | None = None,
@@ -205,59 +264,12 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
         if not result.ok:
             raise GradeError(f"nbgrader generate_assignment {name} failed: {result.last_error()}")
         notebooks[name] = sorted(p.stem for p in (root / release / name).glob("*.ipynb"))
-    db_url = f"sqlite:///{root / 'gradebook.db'}"
-
+    sources = {name: _Source(root / source / name, notebooks[name]) for name in names}
     reports: list[Report] = []
     echo(f"Grading {', '.join(names)} for {len(students)} student(s) from {submissions}")
     for student_dir in students:
-        student = student_dir.name
         for name in names:
-            if not _STUDENT_ID.match(student):
-                status, detail = BAD_STUDENT_ID, (
-                    f"folder name {student!r} is not a usable student id (letters, digits "
-                    "and _ . @ + - only)")
-            else:
-                status, detail = inspect_submission(student_dir, name, notebooks[name])
-            report = Report(student, name, status, detail)
-            if status == GRADED:
-                copy_tree(student_dir / name, root / "submitted" / student / name)
-                echo(f"  autograding {student}/{name} ...")
-                run = run_nbgrader("autograde", root, course, name, student)
-                log = out / "logs" / student / f"{name}.log"
-                log.parent.mkdir(parents=True, exist_ok=True)
-                log.write_text(run.log + ("\n" + run.error if run.error else ""))
-                if not run.ok:
-                    report.status = AUTOGRADE_ERROR
-                    report.detail = "; ".join(
-                        _diagnose(student_dir / name, notebooks[name])
-                        + [f"nbgrader could not grade this notebook ({run.last_error()})"])
-            max_score, score, cells = _read_gradebook(db_url, student, name) \
-                if report.status == GRADED else (_read_max(db_url, name), None, [])
-            report.max_score = float(max_score)
-            report.score = score if (report.status == GRADED and score is not None) else 0.0
-            if report.status == GRADED:
-                hidden, order = [], {}
-                for nb in notebooks[name]:
-                    src = root / source / name / f"{nb}.ipynb"
-                    hidden += hidden_lines(nbformat.read(src, as_version=4))
-                    order.update({(nb, gid): i for gid, i in _cell_order(src).items()})
-                cells.sort(key=lambda c: (c.notebook, order.get((c.notebook, c.grade_id), 0)))
-                for nb in notebooks[name]:
-                    path = root / "autograded" / student / name / f"{nb}.ipynb"
-                    if path.is_file():
-                        tests, answers, present = read_problems(path, hidden)
-                        for c in cells:
-                            if c.notebook != nb:
-                                continue
-                            c.message = tests.get(c.grade_id, "")
-                            if c.grade_id not in present:
-                                # nbgrader leaves a deleted cell "needing manual grading"
-                                # with no score: it is simply 0 (OverwriteCells only restores
-                                # cells that are there unless add_missing_cells is set).
-                                c.message, c.needs_manual_grade = MISSING_CELL, False
-                        report.answer_errors.update(answers)
-                report.cells = cells
-            reports.append(report)
+            reports.append(_grade_one(student_dir, name, sources[name], root, out, course, echo))
 
     _write_outputs(out, reports)
     _print_report(reports, out, ignored, echo)

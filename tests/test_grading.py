@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import nbformat
-import pytest
 
 import wrong_answers
 from conftest import MINI_BROKEN_STATUS
