@@ -9,6 +9,7 @@ packed by ``wrong_answers.batches``.
 """
 from __future__ import annotations
 
+import ast
 import csv
 import subprocess
 import sys
@@ -40,6 +41,27 @@ def test_every_graded_cell_has_a_wrong_answer(assignment_case):
     assert not uncovered, (
         f"no entry of tests/wrong_answers/{assignment_case.name}.py loses {uncovered}: add a "
         "plausible wrong answer for each (see tests/wrong_answers/README.md)")
+
+
+def test_test_cells_end_in_an_assert_or_a_call(assignment_case):
+    """nbgrader reads a test cell's last bare expression as its score: ``False`` earns full
+    marks and a number partial credit (NBGRADER.md).  ``input()`` hangs autograde."""
+    bad = []
+    for cell in _source(assignment_case).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code":
+            continue
+        code = "\n".join(ln for ln in cell.source.splitlines() if not ln.lstrip().startswith("%"))
+        tree = ast.parse(code)
+        if any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "input"
+               for n in ast.walk(tree)):
+            bad.append(f"{meta.get('grade_id', cell.source[:30])}: calls input()")
+        if meta.get("grade") and not meta.get("solution") and tree.body:
+            last = tree.body[-1]
+            if isinstance(last, ast.Expr) and not isinstance(last.value, ast.Call):
+                bad.append(f"{meta['grade_id']}: ends in a bare expression "
+                           f"{ast.unparse(last)!r}")
+    assert not bad, bad
 
 
 # --- three-way grading -------------------------------------------------------------------
