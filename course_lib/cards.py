@@ -422,8 +422,9 @@ def _to_deepseek_v3(s: ModelShape) -> dict:
     if s.mla is None or not s.is_moe:
         raise CardError("deepseek_v3 needs latent attention (mla) and experts (n_experts)")
     m = s.mla
-    return dict(_rotary_config(s), head_dim=None,
-                intermediate_size=s.d_ff_dense or s.d_ff, moe_intermediate_size=s.d_ff,
+    d = _rotary_config(s)
+    del d["head_dim"]  # DeepseekV3Config derives it (the rotary width); null would break RoPE
+    return dict(d, intermediate_size=s.d_ff_dense or s.d_ff, moe_intermediate_size=s.d_ff,
                 n_routed_experts=s.n_experts, num_experts_per_tok=s.n_experts_per_tok,
                 n_shared_experts=s.n_shared_experts, first_k_dense_replace=s.n_dense_layers,
                 n_group=1, topk_group=1,  # expert groups change routing, not counts
