@@ -28,3 +28,28 @@ __all__ = [
     "ModelShape", "gpt2_shape", "llama_shape", "GB", "GiB", "dtype_bytes", "gb", "gib",
     "parse_size",
 ]
+
+# --- Toy models (attention, block, tiny_gpt, tasks, training) --------------------------------
+# They need torch, so they load on first use (`cl.TinyGPT`, `cl.attention`): `import course_lib`
+# stays fast and runs nothing.  Other torch modules can add their names to _LAZY.
+_LAZY = {
+    "scaled_dot_product_attention": "attention", "MultiHeadAttention": "attention",
+    "TransformerBlock": "block", "FeedForward": "block",
+    "TinyGPT": "tiny_gpt", "n_params": "tiny_gpt", "kv_cache_bytes": "tiny_gpt",
+    "repeated_tokens": "tasks", "ChainTask": "tasks", "previous_token_score": "tasks",
+    "induction_score": "tasks", "head_scores": "tasks",
+    "train": "training", "next_token_losses": "training", "load_induction_model": "training",
+}
+_TORCH_MODULES = {"attention", "block", "tiny_gpt", "tasks", "training"}
+
+
+def __getattr__(name):
+    import importlib
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    if name in _TORCH_MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ += list(_LAZY)
