@@ -105,7 +105,12 @@ def size_report(s: ModelShape, context: int | None = None, batch: int = 1,
 
 
 def _fmt_bytes(n: float) -> str:
-    return f"{n:,.0f} B  ({n / GiB:,.2f} GiB, {n / GB:,.2f} GB)"
+    """Exact bytes, then the size in binary and decimal units of a fitting scale."""
+    for (bin_name, bin_size), (dec_name, dec_size) in ((("GiB", GiB), ("GB", GB)),
+                                                       (("MiB", 2**20), ("MB", 10**6))):
+        if n >= bin_size / 10:
+            return f"{n:,.0f} B  ({n / bin_size:,.2f} {bin_name}, {n / dec_size:,.2f} {dec_name})"
+    return f"{n:,.0f} B  ({n / 2**10:,.2f} KiB, {n / 10**3:,.2f} KB)"
 
 
 def format_table(r: dict) -> str:

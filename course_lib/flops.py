@@ -35,23 +35,52 @@ class ForwardMacs:
         return 2 * self.total
 
 
+def attention_weight_macs_per_layer(s: ModelShape) -> int:
+    """Multiply-adds per token against one block's attention projections (one per weight):
+    d_model·(q + 2·kv) + q·d_model for q = n_heads·d_head, kv = n_kv_heads·d_head.  Latent
+    attention, computed as written (the latent expanded to every head, as transformers does):
+    its down- and up-projections and the output."""
+    if s.mla is not None:
+        m, H = s.mla, s.n_heads
+        q = (s.d_model * m.q_lora_rank + m.q_lora_rank * H * s.d_head if m.q_lora_rank
+             else s.d_model * H * s.d_head)
+        kv = (s.d_model * (m.kv_lora_rank + m.d_head_rope)
+              + m.kv_lora_rank * H * (s.d_head - m.d_head_rope + m.d_head_v))
+        return q + kv + H * m.d_head_v * s.d_model
+    q, kv = s.n_heads * s.d_head, s.n_kv_heads * s.d_head
+    return s.d_model * (q + 2 * kv) + q * s.d_model
+
+
 def weight_macs_per_token(s: ModelShape) -> int:
     """Multiply-adds per token against the blocks' weight matrices (one per weight, biases and
-    norms aside).  A mixture of experts counts the ``n_experts_per_tok`` experts a token uses
-    and its router.  For GPT-2 shapes: 12·d_model² per layer."""
-    q, kv = s.n_heads * s.d_head, s.n_kv_heads * s.d_head
-    attn = s.d_model * (q + 2 * kv) + q * s.d_model
-    n_matrices = 2 if s.mlp == "gelu" else 3
-    mlp = n_matrices * s.d_model * s.d_ff
-    if s.is_moe:
-        mlp = s.n_experts_per_tok * mlp + s.d_model * s.n_experts
-    return s.n_layers * (attn + mlp)
+    norms aside).  A mixture of experts counts the ``n_experts_per_tok`` experts a token uses,
+    its shared experts and its router; its first ``n_dense_layers`` a dense MLP of
+    ``d_ff_dense``.  For GPT-2 shapes: 12·d_model² per layer."""
+    attn = attention_weight_macs_per_layer(s)
+    dense = s.mlp_matrices * s.d_model * (s.d_ff_dense or s.d_ff if s.is_moe else s.d_ff)
+    moe = ((s.n_experts_per_tok + s.n_shared_experts) * s.mlp_matrices * s.d_model * s.d_ff
+           + s.d_model * s.n_experts)
+    return s.n_layers * attn + (s.n_layers - s.moe_layers) * dense + s.moe_layers * moe
+
+
+def score_macs_per_position(s: ModelShape) -> int:
+    """Multiply-adds of one layer's attention for one (query, key) pair: Q·Kᵀ over d_head and
+    the weighted sum of V over d_head (d_head_v for latent attention), for every query head."""
+    d_v = s.mla.d_head_v if s.mla is not None else s.d_head
+    return s.n_heads * (s.d_head + d_v)
 
 
 def attended_positions(s: ModelShape, position: int) -> int:
-    """Keys the token at ``position`` (1-based) attends to: all earlier ones and itself, or
-    the last ``sliding_window``."""
+    """Keys the token at ``position`` (1-based) attends to in a layer with the sliding window:
+    all earlier ones and itself, or the last ``sliding_window``.  (Layers without it attend to
+    all ``position``.)"""
     return position if s.sliding_window is None else min(position, s.sliding_window)
+
+
+def attended_layer_positions(s: ModelShape, position: int) -> int:
+    """``attended_positions`` summed over layers (windowed layers and the others)."""
+    return ((s.n_layers - s.sliding_layers) * position
+            + s.sliding_layers * attended_positions(s, position))
 
 
 def forward_macs_per_token(s: ModelShape, n_ctx: int) -> ForwardMacs:
@@ -63,7 +92,7 @@ def forward_macs_per_token(s: ModelShape, n_ctx: int) -> ForwardMacs:
     the weights, equal at n = 6d."""
     if n_ctx <= 0:
         raise ValueError(f"n_ctx={n_ctx} must be positive")
-    scores = 2 * s.n_layers * s.n_heads * s.d_head * attended_positions(s, n_ctx)
+    scores = score_macs_per_position(s) * attended_layer_positions(s, n_ctx)
     return ForwardMacs(attention_scores=scores, weights=weight_macs_per_token(s),
                        output_head=s.d_model * s.d_vocab)
 
@@ -82,12 +111,14 @@ def forward_macs(s: ModelShape, n_tokens: int, causal: bool = True) -> ForwardMa
     if n_tokens <= 0:
         raise ValueError(f"n_tokens={n_tokens} must be positive")
     if causal:
-        pairs = sum(attended_positions(s, i) for i in range(1, n_tokens + 1)) \
+        windowed = sum(attended_positions(s, i) for i in range(1, n_tokens + 1)) \
             if s.sliding_window is not None and s.sliding_window < n_tokens \
             else n_tokens * (n_tokens + 1) // 2
+        layer_pairs = ((s.n_layers - s.sliding_layers) * (n_tokens * (n_tokens + 1) // 2)
+                       + s.sliding_layers * windowed)
     else:
-        pairs = n_tokens * n_tokens
-    scores = 2 * s.n_layers * s.n_heads * s.d_head * pairs
+        layer_pairs = s.n_layers * n_tokens * n_tokens
+    scores = score_macs_per_position(s) * layer_pairs
     return ForwardMacs(attention_scores=scores, weights=n_tokens * weight_macs_per_token(s),
                        output_head=n_tokens * s.d_model * s.d_vocab)
 

@@ -29,18 +29,27 @@ def weight_bytes(s: ModelShape, dtype: str | None = None) -> int:
 
 
 def kv_cache_bytes_per_token(s: ModelShape, dtype: str | None = None) -> int:
-    """Bytes of keys and values one token adds to the cache: 2·n_layers·n_kv_heads·d_head·bytes.
+    """Bytes of keys and values one token adds to the cache: 2·n_layers·n_kv_heads·d_head·bytes
+    (n_layers·``s.kv_cache_width``·bytes: for latent attention the latent and rotary key).
 
     Grouped-query attention enters through ``n_kv_heads``; the sliding window does not change
     the per-token figure, only how many tokens are kept (see ``kv_cache_bytes_per_sequence``)."""
-    return math.ceil(2 * s.n_layers * s.n_kv_heads * s.d_head * dtype_bytes(_dtype_of(s, dtype)))
+    return math.ceil(s.n_layers * s.kv_cache_width * dtype_bytes(_dtype_of(s, dtype)))
 
 
 def cached_tokens(s: ModelShape, n_tokens: int) -> int:
-    """Tokens a sequence of ``n_tokens`` keeps in the cache: all, or the last ``sliding_window``."""
+    """Tokens a sequence of ``n_tokens`` keeps in the cache of a layer with the sliding window:
+    all, or the last ``sliding_window``.  (Layers without it, ``s.n_layers - s.sliding_layers``
+    of them, keep all ``n_tokens``.)"""
     if n_tokens < 0:
         raise ValueError(f"n_tokens={n_tokens} must be non-negative")
     return n_tokens if s.sliding_window is None else min(n_tokens, s.sliding_window)
+
+
+def cached_token_layers(s: ModelShape, n_tokens: int) -> int:
+    """Tokens kept summed over layers: windowed layers keep ``cached_tokens``, the others all."""
+    return ((s.n_layers - s.sliding_layers) * n_tokens
+            + s.sliding_layers * cached_tokens(s, n_tokens))
 
 
 def kv_cache_bytes_per_sequence(s: ModelShape, n_tokens: int, dtype: str | None = None) -> int:
@@ -48,7 +57,7 @@ def kv_cache_bytes_per_sequence(s: ModelShape, n_tokens: int, dtype: str | None 
 
     Example: a 7B-class shape (32 layers, 32 kv heads of 128) at 8,192 tokens in 16-bit
     holds 4.0 GiB."""
-    return math.ceil(2 * s.n_layers * s.n_kv_heads * s.d_head * cached_tokens(s, n_tokens)
+    return math.ceil(s.kv_cache_width * cached_token_layers(s, n_tokens)
                      * dtype_bytes(_dtype_of(s, dtype)))
 
 
