@@ -109,20 +109,26 @@ def previous_token_score(pattern) -> torch.Tensor:
 def induction_score(pattern, period) -> torch.Tensor:
     """Mean attention to where an induction head looks, on ``repeated_tokens`` of this period.
 
-    From position i >= period the token at i also sat at i - period; an induction head attends
-    to the token *after* that earlier copy, position i - period + 1 (and predicts it comes next).
+    From position i >= period the current token also sat at i - period, i - 2·period, ...; an
+    induction head attends to the token *after* each earlier copy (positions i - period + 1,
+    i - 2·period + 1, ...) and predicts that it comes next.  With two copies (pos = 2·period)
+    that is the single position i - period + 1.
 
     Args:
-        pattern: (..., pos, pos) attention weights on tokens repeated with ``period``.
+        pattern: (..., pos, pos) attention weights (query, key) on tokens repeated with ``period``.
         period: the repeat length p (1 <= p < pos).
     Returns:
-        (...,) in [0, 1]: 1 for a perfect induction head.  Queries before position p are left out.
+        (...,) in [0, 1]: 1 for a perfect induction head.  Queries before position p (no earlier
+        copy yet) are left out.
     """
     pos = pattern.shape[-1]
     if isinstance(period, bool) or not isinstance(period, int) or not 1 <= period < pos:
         raise ValueError(f"period={period!r} must be an integer in 1..{pos - 1} (pos={pos})")
-    # diagonal(offset=-(p-1)) holds (i, i-p+1) for i = p-1 .. pos-1; drop i = p-1 (no earlier copy)
-    return pattern.diagonal(offset=-(period - 1), dim1=-2, dim2=-1)[..., 1:].mean(-1)  # (...,)
+    i = torch.arange(pos)[:, None]  # (pos, 1) query positions
+    j = torch.arange(pos)[None, :]  # (1, pos) key positions
+    after_a_copy = (j <= i - period + 1) & ((i - j + 1) % period == 0)  # (pos, pos)
+    per_query = (pattern * after_a_copy).sum(-1)  # (..., pos): weight on those keys
+    return per_query[..., period:].mean(-1)       # (...,)
 
 
 def head_scores(model, period=10, n_seqs=100, seed=123) -> dict:

@@ -108,7 +108,7 @@ WEIGHTS_DIR = Path(__file__).parent / "weights"
 
 
 def train_induction_model(seed=None, steps=None, progress=True):
-    """Train lesson 2's model from scratch with INDUCTION_RECIPE (about a minute on 2 cores;
+    """Train lesson 2's model from scratch with INDUCTION_RECIPE (20-25 s on one thread here;
     scripts/train_induction.py stores the result).  Returns (model, TrainResult)."""
     r = dict(INDUCTION_RECIPE, **{k: v for k, v in (("seed", seed), ("steps", steps)) if v is not None})
     model = TinyGPT(INDUCTION_SHAPE, attention_only=True)
