@@ -58,6 +58,11 @@ def scaled_dot_product_attention(q, k, v, causal=False, mask=None, return_weight
     return (out, weights) if return_weights else out
 
 
+def _check_positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}={value!r} must be a positive integer")
+
+
 class AttentionOutput(NamedTuple):
     out: torch.Tensor
     """(batch, pos, d_model): what the layer adds to the residual stream."""
@@ -94,18 +99,15 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
         for name, value in (("d_model", d_model), ("n_heads", n_heads), ("n_kv_heads", n_kv_heads)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer")
+            _check_positive(name, value)
         if n_heads % n_kv_heads:
             raise ValueError(f"n_kv_heads={n_kv_heads} does not divide n_heads={n_heads}")
-        if d_head is None:
-            if d_model % n_heads:
-                raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}; give d_head")
-            d_head = d_model // n_heads
-        if not isinstance(d_head, int) or d_head < 1:
-            raise ValueError(f"d_head={d_head!r} must be a positive integer")
-        if sliding_window is not None and (not isinstance(sliding_window, int) or sliding_window < 1):
-            raise ValueError(f"sliding_window={sliding_window!r} must be a positive integer or None")
+        if d_head is None and d_model % n_heads:
+            raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}; give d_head")
+        d_head = d_model // n_heads if d_head is None else d_head
+        _check_positive("d_head", d_head)
+        if sliding_window is not None:
+            _check_positive("sliding_window", sliding_window)
         if rotary and d_head % 2:
             raise ValueError(f"d_head={d_head} must be even for rotary positions")
         self.n_heads, self.n_kv_heads, self.d_head = n_heads, n_kv_heads, d_head
@@ -131,8 +133,9 @@ class MultiHeadAttention(nn.Module):
         k = self._split_heads(self.k_proj(x), self.n_kv_heads)  # (batch, n_kv_heads, pos, d_head)
         v = self._split_heads(self.v_proj(x), self.n_kv_heads)  # (batch, n_kv_heads, pos, d_head)
         if self.rotary:  # rotate by absolute position: the new tokens sit at past, past+1, ...
-            cos, sin = rotary_cos_sin(torch.arange(past, past + x.shape[1]), self.d_head, dtype=q.dtype)
-            q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)  # cos, sin: (pos, d_head)
+            positions = torch.arange(past, past + x.shape[1])
+            cos, sin = rotary_cos_sin(positions, self.d_head, dtype=q.dtype)  # (pos, d_head) each
+            q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         if past_kv is not None:
             k = torch.cat([past_kv[0], k], dim=2)  # (batch, n_kv_heads, past + pos, d_head)
             v = torch.cat([past_kv[1], v], dim=2)
@@ -146,6 +149,7 @@ class MultiHeadAttention(nn.Module):
             k_pos = torch.arange(k.shape[2], device=x.device)        # (past + pos,)
             mask = q_pos[:, None] - k_pos[None, :] < self.sliding_window
         z, pattern = scaled_dot_product_attention(q, k_all, v_all, causal=self.causal, mask=mask,
-                                                  return_weights=True)  # z: (batch, n_heads, pos, d_head)
+                                                  return_weights=True)
+        # z: (batch, n_heads, pos, d_head); pattern: (batch, n_heads, pos, past + pos)
         z = z.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1)  # (batch, pos, n_heads·d_head)
         return AttentionOutput(self.out_proj(z), (k, v), pattern if return_pattern else None)

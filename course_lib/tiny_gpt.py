@@ -46,7 +46,8 @@ class TinyGPT(nn.Module):
         super().__init__()
         self.shape, self.causal = shape, causal
         self.embed = nn.Embedding(shape.d_vocab, shape.d_model)
-        self.pos_embed = nn.Embedding(shape.n_ctx, shape.d_model) if shape.positions == "learned" else None
+        learned = shape.positions == "learned"
+        self.pos_embed = nn.Embedding(shape.n_ctx, shape.d_model) if learned else None
         self.blocks = nn.ModuleList(TransformerBlock(shape, causal, attention_only)
                                     for _ in range(shape.n_layers))
         self.norm_f = make_norm(shape.norm, shape.d_model)
@@ -58,12 +59,23 @@ class TinyGPT(nn.Module):
 
     @torch.no_grad()
     def init_weights(self, generator=None, std=0.02) -> "TinyGPT":
-        """GPT-2's initialisation: matrices and embeddings ~ Normal(0, std), biases 0, norms 1."""
+        """GPT-2's initialisation: matrices and embeddings ~ Normal(0, std), biases 0, norms 1.
+        Returns self."""
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(m.weight, 0.0, std, generator=generator)
                 if getattr(m, "bias", None) is not None:
                     m.bias.zero_()
+            elif isinstance(m, (nn.LayerNorm, nn.RMSNorm)):
+                m.reset_parameters()
+        return self
+
+    def set_causal(self, causal: bool) -> "TinyGPT":
+        """Turn the causal mask on or off in every layer (e.g. to test a model trained without
+        it on the task it will really face).  Returns self."""
+        self.causal = causal
+        for block in self.blocks:
+            block.attn.causal = causal
         return self
 
     def _check_tokens(self, tokens, past):
@@ -72,7 +84,8 @@ class TinyGPT(nn.Module):
                              f"of shape {tuple(tokens.shape)}")
         if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.shape.d_vocab):
             raise ValueError(f"token ids must be in 0..{self.shape.d_vocab - 1} (d_vocab="
-                             f"{self.shape.d_vocab}), got {tokens.min().item()}..{tokens.max().item()}")
+                             f"{self.shape.d_vocab}), got {tokens.min().item()}.."
+                             f"{tokens.max().item()}")
         if self.pos_embed is not None and past + tokens.shape[1] > self.shape.n_ctx:
             raise ValueError(f"{past + tokens.shape[1]} positions but n_ctx={self.shape.n_ctx}: "
                              "the learned position table has n_ctx rows")
@@ -120,7 +133,8 @@ class TinyGPT(nn.Module):
             prompt followed by the new tokens, (batch, pos + n_new) (or 1-D like the prompt).
         Raises:
             ValueError: n_new < 0, temperature < 0, an empty prompt, a cache on a model without
-                the causal mask (its earlier positions change as tokens arrive, so a cache is wrong).
+                the causal mask (its earlier positions change as tokens arrive: a cache goes stale),
+                more positions than n_ctx with learned positions.
         """
         if not isinstance(n_new, int) or n_new < 0:
             raise ValueError(f"n_new={n_new!r} must be a non-negative integer")

@@ -110,7 +110,8 @@ WEIGHTS_DIR = Path(__file__).parent / "weights"
 def train_induction_model(seed=None, steps=None, progress=True):
     """Train lesson 2's model from scratch with INDUCTION_RECIPE (20-25 s on one thread here;
     scripts/train_induction.py stores the result).  Returns (model, TrainResult)."""
-    r = dict(INDUCTION_RECIPE, **{k: v for k, v in (("seed", seed), ("steps", steps)) if v is not None})
+    r = dict(INDUCTION_RECIPE)
+    r.update({k: v for k, v in (("seed", seed), ("steps", steps)) if v is not None})
     model = TinyGPT(INDUCTION_SHAPE, attention_only=True)
     model.init_weights(torch.Generator().manual_seed(r["seed"]), std=r["init_std"])
     s = INDUCTION_SHAPE

@@ -1,6 +1,5 @@
 """Toy tasks, the training loop, lesson 2's induction-head model and the no-mask failure."""
 import copy
-import json
 import math
 
 import pytest
@@ -156,6 +155,9 @@ def test_without_the_mask_training_looks_perfect_and_generation_fails(induction)
     prompt, truth = t[:, :20], t[:, 20:]  # two copies, then 12 tokens that repeat them
     with torch.no_grad():
         assert next_token_losses(peeking, t).mean() < 0.05
+        # the same weights, made to predict without seeing the answer: worse than guessing
+        assert next_token_losses(peeking.set_causal(True), t).mean() > math.log(64)
+        peeking.set_causal(False)
         assert next_token_losses(causal, t).mean() > 1.0  # the honest model cannot predict copy 1
         peeking_acc = (peeking.generate(prompt, 12, use_cache=False)[:, 20:] == truth).float().mean()
         causal_acc = (causal.generate(prompt, 12)[:, 20:] == truth).float().mean()
