@@ -93,6 +93,14 @@ class ChainTask:
         x = torch.arange(self.d_vocab) if starts is None else starts
         return x[:, None], self.follow(x, n_steps)
 
+    def accuracy(self, model, n_steps, starts=None) -> float:
+        """Fraction of ``n_steps``-step items a model gets wholly right, generating greedily
+        (``model.generate(prompts, n_steps)``, as course_lib.TinyGPT)."""
+        prompts, answers = self.items(n_steps, starts)
+        with torch.no_grad():
+            out = model.generate(prompts, n_steps)[:, 1:]  # (n, n_steps): drop the prompt
+        return (out == answers).all(dim=1).float().mean().item()
+
 
 def previous_token_score(pattern) -> torch.Tensor:
     """Mean attention from each position to the one just before it.

@@ -92,6 +92,11 @@ def test_train_is_seeded_and_learns_a_chain():
     assert runs[0].losses[0] > 2.0 and runs[0].losses[-1] < 0.1  # from ~log 16 to near 0
     prompts, answers = task.items(4)
     assert torch.equal(model.generate(prompts, 4)[:, 1:], answers)  # four facts in a row
+    assert task.accuracy(model, 4) == 1.0
+    with torch.no_grad():  # erase token 3 (tied head: in and out): chains through it fail
+        model.embed.weight[3] = 0
+    one, four = task.accuracy(model, 1), task.accuracy(model, 4)
+    assert four < one < 1.0
 
 
 def test_train_errors():
