@@ -7,20 +7,24 @@
 Modules, one idea each: ``shapes`` (the ModelShape dataclass), ``cards`` (Hugging Face
 config.json → shape, shipped cards), ``params`` (parameters by part), ``memory`` (weight and
 KV-cache bytes, requests that fit), ``flops`` (multiply-adds, FLOPs, arithmetic intensity),
-``units`` (dtypes, GiB vs GB), ``checks`` (notebook checks with feedback).
+``units`` (dtypes, GiB vs GB), ``checks`` (notebook checks with feedback), ``plots``;
+toy models in torch, loaded on first use: ``attention``, ``block``, ``tiny_gpt``, ``positions``,
+``tiled_attention``, ``moe``, ``tasks``, ``training``, ``profiling``.
 Nothing runs on import.
 """
-from .cards import CardError, card_config, card_names, load_card, shape_from_config
+from .cards import (SUPPORTED_MODEL_TYPES, CardError, card_config, card_names, config_from_shape,
+                    load_card, shape_from_config)
 from .flops import (ForwardMacs, arithmetic_intensity, forward_flops_per_token, forward_macs,
                     forward_macs_per_token, training_flops_per_token, weight_macs_per_token)
 from .memory import (cached_tokens, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token,
                      requests_that_fit, weight_bytes)
 from .params import ParamCounts, block_params, count_params
-from .shapes import ModelShape, gpt2_shape, llama_shape
+from .shapes import LatentAttention, ModelShape, gpt2_shape, llama_shape
 from .units import GB, GiB, dtype_bytes, gb, gib, parse_size
 
 __all__ = [
-    "CardError", "card_config", "card_names", "load_card", "shape_from_config",
+    "SUPPORTED_MODEL_TYPES", "CardError", "card_config", "card_names", "config_from_shape",
+    "load_card", "shape_from_config", "LatentAttention",
     "ForwardMacs", "arithmetic_intensity", "forward_flops_per_token", "forward_macs",
     "forward_macs_per_token", "training_flops_per_token", "weight_macs_per_token",
     "cached_tokens", "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_token",
@@ -39,8 +43,13 @@ _LAZY = {
     "repeated_tokens": "tasks", "ChainTask": "tasks", "previous_token_score": "tasks",
     "induction_score": "tasks", "head_scores": "tasks",
     "train": "training", "next_token_losses": "training", "load_induction_model": "training",
+    "sinusoidal_positions": "positions", "rotary_cos_sin": "positions", "apply_rotary": "positions",
+    "tiled_attention": "tiled_attention", "online_softmax_update": "tiled_attention",
+    "measure_peak_extra_memory": "profiling",
+    "MoEFeedForward": "moe", "active_params_per_token": "moe",
 }
-_TORCH_MODULES = {"attention", "block", "tiny_gpt", "tasks", "training"}
+_TORCH_MODULES = {"attention", "block", "tiny_gpt", "tasks", "training", "positions",
+                  "tiled_attention", "profiling", "moe"}
 
 
 def __getattr__(name):
