@@ -1,0 +1,719 @@
+"""Checks for the capstone, "Size a real card".
+
+The learner's ``size_card(config, context, gpu_memory_bytes, dtype)`` reads a Hugging Face
+``config.json`` dict of one of :data:`FAMILIES` and returns total and active parameters, KV-cache
+bytes per token and the requests of ``context`` tokens that fit beside the weights.  Expected
+values come from course_lib: ``cards.shape_from_config`` then ``params`` and ``memory``, which
+tests/test_params.py checks against ``transformers`` models built on the meta device (and
+tests/test_capstone_cards.py for the notebook's hidden cards).  Reading the card is part of the
+exercise, so the learner's functions are called through :func:`own_reading`: like
+:func:`~course_lib.checks.own_work` (no counters), and also no ``course_lib.cards``.
+
+Failing checks raise :class:`~course_lib.checks.CheckFailed` naming the likely mistake (an
+expert model sized by its active parameters, ``head_dim`` taken as hidden_size / heads, a tied
+head counted twice, grouped-query attention ignored in the cache, a sliding window ignored,
+multiply-adds reported as FLOPs, ...) without showing the expected value.
+
+The other checks cover the serving scenario, the walk-away question, the module's five
+real-world examples and its recap table.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import os
+import sys
+from contextlib import contextmanager
+from typing import Callable, Mapping, Sequence
+
+from ..cards import card_config, card_names, shape_from_config
+from ..memory import (kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, requests_that_fit,
+                      weight_bytes)
+from ..params import count_params, mlp_params
+from ..shapes import ModelShape
+from ..units import GB, GiB, TiB, dtype_bytes
+from . import CheckFailed, check_value, own_work
+
+# --- what the capstone covers ------------------------------------------------------------------
+
+FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma")
+"""The ``model_type`` values ``size_card`` must read (the notebook's table of keys says how)."""
+
+SIZE_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "requests_that_fit")
+
+CANDIDATES = tuple(n for n in card_names() if card_config(n)["model_type"] in FAMILIES)
+"""The shipped cards of :data:`FAMILIES`: the candidates of the serving scenario."""
+
+SCENARIO = dict(context=8192, gpu_memory_bytes=80 * GiB, dtype="bf16")
+"""One 80 GiB accelerator, requests of 8,192 tokens, 16-bit weights and cache (the module
+text's serving example)."""
+
+VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1",
+                 "Qwen2-7B-Instruct", "gemma-2b")
+"""One shipped card per family, for the visible test of ``size_card``."""
+
+PAPER_2017 = dict(d_model=512, d_ff=2048, n_heads=8, n_layers=6)
+"""The base model of Vaswani et al. 2017 (Table 3): one encoder block is self-attention plus a
+feed-forward layer of d_ff = 2048."""
+
+LLAMA2_7B = "Llama-2-7b-hf"
+LLAMA2_70B = "Llama-2-70b-hf"
+GQA_SCENARIO = dict(context=4096, gpu_memory_bytes=2 * 80 * GiB, dtype="bf16")
+"""Llama 2 70B at its full 4,096 positions on two 80 GiB accelerators (its 16-bit weights
+alone need more than one)."""
+MIXTRAL = "Mixtral-8x7B-v0.1"
+ACCELERATOR_BYTES = 80 * GiB
+
+FLASH_CASE = dict(n_tokens=131_072, n_heads=32, bytes_per_number=2)
+"""The module text's score matrix: 131,072 tokens, 32 heads, 16-bit numbers."""
+
+COPY_PERIOD = 10
+COPY_SEQS, COPY_SEED = 200, 0
+"""Evaluation data of the copying example: 200 rows of ``repeated_tokens`` from seed 0."""
+
+RECAP_LESSONS = ("The shape of a transformer", "Attention", "The block",
+                 "Position and context", "Generation and the KV cache",
+                 "Variants and the model card")
+"""The module's six lessons, numbered 1 to 6."""
+_IDEAS = ("Five numbers on a spec sheet give parameters, memory and compute",
+          "Each token blends the values of the tokens it matches",
+          "Heads and feed-forward layers write notes into a shared stream, and the "
+          "feed-forward layer holds two thirds of the weights",
+          "Order must be added, and attention cost grows with the square of the length",
+          "Keys and values are kept, so memory per request sets how many fit",
+          "Total parameters set memory, active parameters set compute, and key and value heads "
+          "set the cache")
+_QUESTIONS = ("What are the layers, width, heads, vocabulary and context, and what do they cost?",
+              "For our failures on long inputs, was the information missing or ignored?",
+              "Where was this model compressed, and what did we test?",
+              "What do latency, cost and accuracy look like at our longest input?",
+              "How many requests fit beside the weights at our context length?",
+              "What are total and active parameters and cache per token for each candidate?")
+_IDEA_ORDER = (5, 3, 1, 6, 2, 4)      # lesson shown under letters A..F
+_QUESTION_ORDER = (4, 6, 2, 5, 1, 3)  # lesson shown under letters P..U
+RECAP_IDEAS = {letter: _IDEAS[i - 1] for letter, i in zip("ABCDEF", _IDEA_ORDER)}
+"""The module recap's ideas, shuffled, under letters A to F."""
+RECAP_QUESTIONS = {letter: _QUESTIONS[i - 1] for letter, i in zip("PQRSTU", _QUESTION_ORDER)}
+"""The module recap's questions, shuffled, under letters P to U."""
+_IDEA_OF = {i: letter for letter, i in zip("ABCDEF", _IDEA_ORDER)}
+_QUESTION_OF = {i: letter for letter, i in zip("PQRSTU", _QUESTION_ORDER)}
+
+
+# --- the learner's own reading -----------------------------------------------------------------
+
+_LIB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_READERS = {"cards.py": None, "shapes.py": {"kv_cache_width", "sliding_layers"}}
+"""Files (and, where given, functions) that read a card or hold part of the answer."""
+
+
+@contextmanager
+def _watch_readers(found: list):
+    """Record calls into course_lib's card reader (chained with any profiler already set)."""
+    watched = {os.path.join(_LIB_DIR, f): names for f, names in _READERS.items()}
+    previous = sys.getprofile()
+
+    def profiler(frame, event, arg):
+        code = frame.f_code
+        if event == "call" and code.co_filename in watched:
+            names = watched[code.co_filename]
+            if names is None or code.co_name in names:
+                found.append(f"{os.path.basename(code.co_filename)[:-3]}.{code.co_name}")
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(profiler)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+
+
+def own_reading(fn: Callable, *args, **kwargs):
+    """:func:`~course_lib.checks.own_work` that also rejects course_lib's card reader.
+
+    Calls ``fn(*args, **kwargs)`` and returns the result; raises CheckFailed if ``fn`` called
+    course_lib's counters (``params``, ``memory``, ``flops``) or ``course_lib.cards``
+    (``shape_from_config``, ``load_card``, ...) or the shape's ``kv_cache_width``: in the
+    capstone, reading the config's keys is part of the answer."""
+    found: list = []
+    with _watch_readers(found):
+        result = own_work(fn, *args, **kwargs)
+    if found:
+        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls course_lib's "
+                          f"card reader ({found[0]}): read the config's keys yourself (the "
+                          "table in section 1 lists them), then use course_lib to check")
+    return result
+
+
+# --- expected values ---------------------------------------------------------------------------
+
+def _requests(memory: int, weights: float, per_request: float) -> int:
+    if memory <= weights:
+        return 0
+    return int((memory - weights) // per_request)
+
+
+def expected_size(config: Mapping, context: int, gpu_memory_bytes: int,
+                  dtype: str = "bf16") -> dict:
+    """What ``size_card`` must return for ``config`` (course_lib's counts)."""
+    s = shape_from_config(dict(config))
+    c = count_params(s)
+    return {"total_params": c.total, "active_params": c.active,
+            "kv_cache_bytes_per_token": kv_cache_bytes_per_token(s, dtype),
+            "requests_that_fit": requests_that_fit(s, context, gpu_memory_bytes, dtype)}
+
+
+def context_limit(config: Mapping) -> int:
+    """Positions a card's model was built for (``n_positions`` or ``max_position_embeddings``)."""
+    return shape_from_config(dict(config)).n_ctx
+
+
+def expected_servable(cards: Mapping[str, Mapping], context: int, gpu_memory_bytes: int,
+                      dtype: str = "bf16") -> dict:
+    """``{name: requests}`` of the cards that can serve requests of ``context`` tokens: the
+    context fits the card's positions and at least one request fits beside the weights."""
+    out = {}
+    for name, cfg in cards.items():
+        n = expected_size(cfg, context, gpu_memory_bytes, dtype)["requests_that_fit"]
+        if context_limit(cfg) >= context and n >= 1:
+            out[name] = n
+    return out
+
+
+def _alt_d_head(s: ModelShape) -> int | None:
+    """hidden_size / heads when that differs from the card's head_dim (else None)."""
+    if s.d_model % s.n_heads == 0 and s.d_model // s.n_heads != s.d_head:
+        return s.d_model // s.n_heads
+    return None
+
+
+def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int,
+                  dtype: str = "bf16") -> dict:
+    """``{key: {diagnosis: wrong value}}``: what the usual slips give for each of
+    :data:`SIZE_KEYS` on this card and scenario (a slip that changes nothing here is dropped by
+    ``check_value``)."""
+    s = shape_from_config(dict(config))
+    c = count_params(s)
+    b = dtype_bytes(dtype)
+    L, H, KV, d = s.n_layers, s.n_heads, s.n_kv_heads, s.d_model
+    head = s.d_vocab * d
+    wb = weight_bytes(s, dtype)
+    tok = kv_cache_bytes_per_token(s, dtype)
+    seq = kv_cache_bytes_per_sequence(s, context, dtype)
+    mem = gpu_memory_bytes
+
+    total: dict = {}
+    if s.tied_embeddings:
+        total["this card ties its output head to the token embedding (the same matrix): "
+              "count it once, not twice"] = c.total + head
+    else:
+        total["this card's output head is not tied (tie_word_embeddings is false): it is a "
+              "second d_vocab × d_model matrix"] = c.total - head
+    if s.is_moe:
+        total["that is the active count: total parameters hold every expert, used or not"] = \
+            c.active
+        total["the routers are missing: one hidden_size × num_local_experts matrix per layer"] = \
+            c.total - L * d * s.n_experts
+    alt = _alt_d_head(s)
+    if alt:
+        total["this card sets head_dim: its heads are head_dim wide, not hidden_size / "
+              "num_attention_heads"] = count_params(s.with_(d_head=alt)).total
+    if KV < H:
+        total["K and V have num_key_value_heads heads, fewer than the query heads (grouped-"
+              "query attention): size their projections with num_key_value_heads"] = \
+            count_params(s.with_(n_kv_heads=H)).total
+    if s.model_type == "qwen2":
+        total["qwen2 has biases on the query, key and value projections (not on the output)"] = \
+            c.total - L * (H + 2 * KV) * s.d_head
+    if s.positions == "learned":
+        total["GPT-2 learns its positions: add an n_positions × n_embd table"] = \
+            c.total - s.n_ctx * d
+    if s.mlp in ("swiglu", "geglu"):
+        n_mlps = s.n_experts if s.is_moe else 1
+        total["a gated feed-forward layer (SwiGLU, GeGLU) has three matrices: gate, up and "
+              "down"] = c.total - L * n_mlps * d * s.d_ff
+    if s.model_type == "gpt2":
+        total["GPT-2's feed-forward width is n_inner, or 4 × n_embd when n_inner is null"] = \
+            count_params(s.with_(d_ff=d)).total
+    total["the final norm (after the last block) is missing"] = \
+        c.total - count_params(s).norms // (s.norms_per_block * L + 1)
+
+    active: dict = {}
+    if s.is_moe:
+        active["that counts every expert: each token goes through num_experts_per_tok of "
+               "them, and the others do no work for it"] = c.total
+        active["a token uses its router too: active parameters are everything except the "
+               "experts it is not sent to"] = c.active - L * d * s.n_experts
+        active["attention, embeddings and norms work for every token: only the unused experts "
+               "drop out"] = L * s.n_experts_per_tok * mlp_params(s)
+    else:
+        active.update(total)
+        active["a dense model uses every parameter for every token, its embeddings included: "
+               "active = total"] = c.total - c.embedding
+
+    per_token: dict = {
+        "grouped-query attention: each layer caches num_key_value_heads heads, not "
+        "num_attention_heads": tok * H // KV,
+        "the cache holds a key and a value: a factor 2 is missing": tok / 2,
+        "bits are not bytes: a 16-bit number takes 2 bytes": tok * 8,
+        "that is one layer: every layer keeps its own keys and values": tok / L,
+        "that is per request (times the tokens kept); the key asks for one token": seq,
+        "that is times the context; the key asks for one token": tok * context,
+    }
+    if alt:
+        per_token["this card sets head_dim: a cached key or value is head_dim wide, not "
+                  "hidden_size / num_attention_heads"] = 2 * L * KV * alt * b
+
+    requests: dict = {
+        "the weights come first: subtract their bytes from the memory before dividing":
+            _requests(mem, 0, seq),
+        "round down: part of a request does not fit": _requests(mem, wb, seq) + 1,
+        "grouped-query attention shrinks the cache: cache num_key_value_heads heads":
+            _requests(mem, wb, seq * H // KV),
+    }
+    if s.sliding_window is not None and context > s.sliding_window:
+        requests["this card has a sliding window: each layer keeps only the last "
+                 "sliding_window tokens, so a request caches at most that many"] = \
+            _requests(mem, wb, tok * context)
+    if s.is_moe:
+        requests["the memory holds every expert: size the weights by total parameters, not "
+                 "active"] = _requests(mem, math.ceil(c.active * b), seq)
+    if s.tied_embeddings:
+        requests["the tied head is stored once: do not count it twice in the weights"] = \
+            _requests(mem, wb + head * b, seq)
+    if alt:
+        requests["this card sets head_dim: use it for the cache"] = \
+            _requests(mem, wb, seq * alt // s.d_head)
+    return {"total_params": total, "active_params": active,
+            "kv_cache_bytes_per_token": per_token, "requests_that_fit": requests}
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+def _bytes_label(n: int) -> str:
+    if n % GiB == 0:
+        return f"{n // GiB} GiB"
+    if n % GB == 0:
+        return f"{n // GB} GB"
+    return f"{n:,} bytes"
+
+
+def _label(fn_name: str, name: str, context, memory, dtype) -> str:
+    return (f"{fn_name}(<{name}>, context={context:,}, gpu_memory_bytes={_bytes_label(memory)}, "
+            f"dtype={dtype!r})")
+
+
+def _keyed(result, keys: Sequence[str], what: str) -> dict:
+    if not isinstance(result, Mapping):
+        raise CheckFailed(f"{what}: return a dict with keys {', '.join(map(repr, keys))}, "
+                          f"got {type(result).__name__} {result!r:.60}")
+    missing = [k for k in keys if k not in result]
+    if missing:
+        raise CheckFailed(f"{what}: the dict is missing {', '.join(map(repr, missing))} "
+                          f"(it needs {', '.join(map(repr, keys))})")
+    return dict(result)
+
+
+def _cards(cards) -> dict:
+    """``{name: config}`` from shipped names or a mapping of configs."""
+    if isinstance(cards, Mapping):
+        return {name: dict(cfg) for name, cfg in cards.items()}
+    return {name: card_config(name) for name in cards}
+
+
+def _scenario(sc: Mapping) -> tuple:
+    return sc["context"], sc["gpu_memory_bytes"], sc.get("dtype", "bf16")
+
+
+# --- exercise 1: size_card ---------------------------------------------------------------------
+
+def check_size_card(fn, cards=VISIBLE_CARDS, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
+    """Check ``fn(config, context, gpu_memory_bytes, dtype) -> {total_params, active_params,
+    kv_cache_bytes_per_token, requests_that_fit}`` on every card and scenario.
+
+    ``cards``: shipped card names or ``{name: config dict}`` (the notebook's hidden tests pass
+    cards that do not ship with course_lib).  The learner's function gets a copy of each config
+    and is called through :func:`own_reading`."""
+    for name, cfg in _cards(cards).items():
+        for sc in scenarios:
+            context, memory, dtype = _scenario(sc)
+            label = _label("size_card", name, context, memory, dtype)
+            result = own_reading(fn, copy.deepcopy(cfg), context, memory, dtype)
+            got = _keyed(result, SIZE_KEYS, label)
+            expected = expected_size(cfg, context, memory, dtype)
+            mistakes = size_mistakes(cfg, context, memory, dtype)
+            for key in SIZE_KEYS:
+                check_value(got[key], expected[key], what=f"{label}[{key!r}]", integer=True,
+                            mistakes=mistakes[key])
+
+
+BERT_CONFIG = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": 768,
+               "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+               "max_position_embeddings": 512, "vocab_size": 30522, "type_vocab_size": 2}
+"""bert-base-uncased's sizes: an encoder, not one of :data:`FAMILIES`."""
+
+
+def check_unknown_family(fn) -> None:
+    """``fn`` must raise ValueError naming the model_type for a card outside :data:`FAMILIES`
+    (a BERT card), not return numbers for an architecture it does not know."""
+    label = "size_card(<bert-base-uncased>, ...)"
+    try:
+        result = own_reading(fn, copy.deepcopy(BERT_CONFIG), *_scenario(SCENARIO))
+    except CheckFailed:
+        raise
+    except ValueError as e:
+        if "bert" not in str(e):
+            raise CheckFailed(f"{label} raised ValueError, but its message ({str(e)!r:.80}) "
+                              "does not name the model_type 'bert'") from None
+        return
+    except Exception as e:  # noqa: BLE001 - the learner's error is the feedback
+        raise CheckFailed(f"{label} raised {type(e).__name__} ({e!s:.60}): check model_type "
+                          "first and raise ValueError naming it") from None
+    raise CheckFailed(f"{label} returned {result!r:.60} for a family it was not written for: "
+                      "raise ValueError naming the model_type instead")
+
+
+# --- exercise 2: the serving scenario ----------------------------------------------------------
+
+def check_servable(fn, cards=CANDIDATES, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
+    """Check ``fn(cards, context, gpu_memory_bytes, dtype) -> {name: requests}`` holding exactly
+    the cards that can serve the scenario (context within the card's positions, at least one
+    request beside the weights) with the requests that fit."""
+    configs = _cards(cards)
+    for sc in scenarios:
+        context, memory, dtype = _scenario(sc)
+        label = (f"servable(<{len(configs)} cards>, context={context:,}, "
+                 f"gpu_memory_bytes={_bytes_label(memory)}, dtype={dtype!r})")
+        result = own_reading(fn, copy.deepcopy(configs), context, memory, dtype)
+        if not isinstance(result, Mapping):
+            raise CheckFailed(f"{label}: return a dict {{card name: requests}}, got "
+                              f"{type(result).__name__}")
+        expected = expected_servable(configs, context, memory, dtype)
+        unknown = [k for k in result if k not in configs]
+        if unknown:
+            raise CheckFailed(f"{label}: {unknown[0]!r} is not one of the cards given")
+        for name in result:
+            if name in expected:
+                continue
+            size = expected_size(configs[name], context, memory, dtype)
+            if context_limit(configs[name]) < context:
+                raise CheckFailed(f"{label}: {name} cannot serve {context:,}-token requests: "
+                                  "its card's positions (n_positions or max_position_embeddings) "
+                                  "are fewer than that")
+            if size["requests_that_fit"] == 0:
+                raise CheckFailed(f"{label}: {name} cannot serve this scenario: not one request "
+                                  "fits beside its weights (size them by total parameters, every "
+                                  "expert included)")
+        for name in expected:
+            if name not in result:
+                raise CheckFailed(f"{label}: {name} is missing: its context is long enough and "
+                                  "at least one request fits")
+        for name, n in expected.items():
+            m = size_mistakes(configs[name], context, memory, dtype)["requests_that_fit"]
+            check_value(result[name], n, what=f"{label}[{name!r}]", integer=True, mistakes=m)
+
+
+def check_walkaway(answer) -> None:
+    """The walk-away question for a model the learner chose to serve in :data:`SCENARIO`:
+    ``{"model", "total_params", "active_params", "kv_cache_bytes_per_token",
+    "requests_that_fit"}``."""
+    got = _keyed(answer, ("model", *SIZE_KEYS), "walkaway")
+    name = got["model"]
+    if name not in CANDIDATES:
+        raise CheckFailed(f"walkaway['model']: choose one of the candidates "
+                          f"({', '.join(CANDIDATES)}), got {name!r:.60}")
+    cfg = card_config(name)
+    context, memory, dtype = _scenario(SCENARIO)
+    if name not in expected_servable({name: cfg}, context, memory, dtype):
+        why = ("its context is shorter than the requests" if context_limit(cfg) < context
+               else "not one request fits beside its weights")
+        raise CheckFailed(f"walkaway['model']: {name} cannot serve the scenario ({why}): "
+                          "choose a model your servable() keeps")
+    expected = expected_size(cfg, context, memory, dtype)
+    mistakes = size_mistakes(cfg, context, memory, dtype)
+    for key in SIZE_KEYS:
+        check_value(got[key], expected[key], what=f"walkaway[{key!r}] for {name}", integer=True,
+                    mistakes=mistakes[key])
+
+
+# --- real-world examples -----------------------------------------------------------------------
+
+def check_paper_blocks(paper_block_weights, llama2_7b_block_weights) -> None:
+    """2017: the weight matrices of one encoder block of the base Transformer (4·d² of
+    attention, 2·d·d_ff of feed-forward) and of one Llama 2 7B block (4·d² + 3·d·d_ff)."""
+    d, f = PAPER_2017["d_model"], PAPER_2017["d_ff"]
+    paper = 4 * d * d + 2 * d * f
+    check_value(paper_block_weights, paper, what="paper_block_weights", integer=True, mistakes={
+        "attention has four d_model × d_model matrices (query, key, value, output)":
+            3 * d * d + 2 * d * f,
+        "the feed-forward layer has two matrices, d_model × d_ff and d_ff × d_model":
+            4 * d * d + d * f,
+        "the question asks for one block, not the six of the encoder": 6 * paper,
+        "the feed-forward width is d_ff = 2048, not d_model": 6 * d * d,
+        "count the weight matrices only, without biases": paper + 4 * d + f + d,
+    })
+    s = shape_from_config(card_config(LLAMA2_7B))
+    D, F = s.d_model, s.d_ff
+    llama = 4 * D * D + 3 * D * F
+    check_value(llama2_7b_block_weights, llama, what="llama2_7b_block_weights", integer=True,
+                mistakes={
+                    "Llama's SwiGLU feed-forward layer has three matrices (gate, up, down), "
+                    "not two": 4 * D * D + 2 * D * F,
+                    "Llama 2 7B's feed-forward width is its card's intermediate_size, not "
+                    "4 × hidden_size": 12 * D * D,
+                    "the question asks for one block, not all of them": s.n_layers * llama,
+                    "count the weight matrices only: the block's two RMSNorms are not matrices":
+                        llama + 2 * D,
+                })
+
+
+def copy_eval_losses(period: int = COPY_PERIOD):
+    """Per-token losses (200, 31) of the shipped induction model on ``repeated_tokens`` of this
+    period (seed :data:`COPY_SEED`): ``losses[:, i]`` is the loss of predicting token i + 1."""
+    import torch
+
+    from ..tasks import repeated_tokens
+    from ..training import load_induction_model, next_token_losses
+    model, _ = load_induction_model()
+    g = torch.Generator().manual_seed(COPY_SEED)
+    tokens = repeated_tokens(COPY_SEQS, model.shape.n_ctx, model.shape.d_vocab, period, g)
+    with torch.no_grad():
+        return next_token_losses(model, tokens)
+
+
+def check_copy_losses(fn, periods: Sequence[int] = (COPY_PERIOD,), seeds: Sequence[int] = ()) \
+        -> None:
+    """Check ``fn(losses, period) -> (mean loss on tokens nothing earlier predicts, mean loss on
+    tokens a copy predicts)``: with tokens repeated every ``period``, tokens 1 .. period cannot
+    be known from earlier ones (the first copy, and its first token again, which follows a
+    token seen only once), and tokens period + 1 onward can.  ``losses[:, i]`` is the loss of
+    predicting token i + 1, so the split is losses[:, :period] and losses[:, period:].
+
+    Tried on the shipped induction model's losses for each period and on random tensors (one per
+    seed)."""
+    import torch
+    cases = [(copy_eval_losses(p), p, f"the induction model's losses, period {p}")
+             for p in periods]
+    for seed in seeds:
+        g = torch.Generator().manual_seed(seed)
+        n_seqs, pos = 3 + seed % 5, 12 + seed % 9
+        p = 2 + seed % (pos - 4)
+        cases.append((torch.rand(n_seqs, pos - 1, generator=g) * 5, p,
+                      f"a random ({n_seqs}, {pos - 1}) loss tensor, period {p}"))
+    for losses, p, what in cases:
+        result = own_work(fn, losses.clone(), p)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise CheckFailed(f"copy_losses on {what}: return 2 numbers, (unpredictable, copied), "
+                              f"got {type(result).__name__} {result!r:.60}")
+        new, copied = (float(losses[:, :p].mean()), float(losses[:, p:].mean()))
+        off_early = (float(losses[:, :p - 1].mean()), float(losses[:, p - 1:].mean()))
+        off_late = (float(losses[:, :p + 1].mean()), float(losses[:, p + 1:].mean()))
+        names = ("[0], the unpredictable tokens", "[1], the copied tokens")
+        for i, (got, exp) in enumerate(zip(result, (new, copied))):
+            check_value(got, exp, what=f"copy_losses on {what}{names[i]}", rel=1e-5, mistakes={
+                "off by one: token `period` starts the second copy but follows a token seen "
+                "only once, so it cannot be predicted; losses[:, i] predicts token i + 1":
+                    off_early[i],
+                "off by one: token period + 1 is the first one a copy predicts; losses[:, i] "
+                "predicts token i + 1": off_late[i],
+                "the two means are swapped": (copied, new)[i],
+                "that is the mean over all tokens": float(losses.mean()),
+                "take the mean over every row and position of the part, not one row":
+                    float((losses[0, :p], losses[0, p:])[i].mean()),
+            })
+
+
+def check_score_matrix(fn, cases: Sequence[Mapping] = (FLASH_CASE,)) -> None:
+    """Check ``fn(n_tokens, n_heads, bytes_per_number)``: bytes of one layer's full score
+    matrices, n_tokens² per head."""
+    for case in cases:
+        n, h, b = case["n_tokens"], case["n_heads"], case["bytes_per_number"]
+        label = f"score_matrix_bytes({n:,}, {h}, {b})"
+        got = own_work(fn, n, h, b)
+        exp = n * n * h * b
+        check_value(got, exp, what=label, integer=True, mistakes={
+            "each head has its own n_tokens × n_tokens scores: multiply by n_heads": exp / h,
+            "bits are not bytes: bytes_per_number is already in bytes": exp * 8,
+            "the score matrix is n_tokens × n_tokens, so n_tokens is squared": exp / n,
+            "the causal mask leaves half the scores unused, but a kernel that stores the matrix "
+            "stores all of it": exp / 2,
+            "multiply by bytes_per_number": exp / b,
+        })
+
+
+def check_flash_tib(value) -> None:
+    """The module's score matrix in TiB (2^40 bytes)."""
+    c = FLASH_CASE
+    exp = c["n_tokens"] ** 2 * c["n_heads"] * c["bytes_per_number"] / TiB
+    check_value(value, exp, what="flash_tib", rel=1e-9, mistakes={
+        "that is in TB (10^12 bytes); TiB are 2^40 bytes": exp * TiB / 10**12,
+        "that is in GiB; the question asks for TiB": exp * 1024,
+        "that is in bytes; divide by cl.units.TiB": exp * TiB,
+        "that is one head; the module's case has 32": exp / c["n_heads"],
+    })
+
+
+def _gqa_expected() -> dict:
+    s = shape_from_config(card_config(LLAMA2_70B))
+    mha = s.with_(n_kv_heads=s.n_heads)
+    context, memory, dtype = _scenario(GQA_SCENARIO)
+    return {"cache_per_token_gqa": kv_cache_bytes_per_token(s, dtype),
+            "cache_per_token_mha": kv_cache_bytes_per_token(mha, dtype),
+            "requests_gqa": requests_that_fit(s, context, memory, dtype),
+            "requests_mha": requests_that_fit(mha, context, memory, dtype),
+            "_weights_gqa": weight_bytes(s, dtype),
+            "_seq_mha": kv_cache_bytes_per_sequence(mha, context, dtype)}
+
+
+GQA_KEYS = ("cache_per_token_gqa", "cache_per_token_mha", "requests_gqa", "requests_mha")
+
+
+def check_gqa(answer) -> None:
+    """2023: Llama 2 70B's cache per token with its 8 key/value heads and with 64 (one per
+    query head, multi-head attention), and the requests of 4,096 tokens that fit on two 80 GiB
+    accelerators in 16-bit either way (the 64-head variant has bigger K and V projections
+    too)."""
+    got = _keyed(answer, GQA_KEYS, "gqa")
+    e = _gqa_expected()
+    s = shape_from_config(card_config(LLAMA2_70B))
+    memory = GQA_SCENARIO["gpu_memory_bytes"]
+    check_value(got["cache_per_token_gqa"], e["cache_per_token_gqa"],
+                what="gqa['cache_per_token_gqa']", integer=True, mistakes={
+                    "grouped-query attention: the card's 8 key/value heads are cached, not its "
+                    "64 query heads": e["cache_per_token_mha"],
+                    "the cache holds a key and a value: a factor 2 is missing":
+                        e["cache_per_token_gqa"] / 2,
+                    "that is one layer; Llama 2 70B has 80": e["cache_per_token_gqa"] / s.n_layers,
+                })
+    check_value(got["cache_per_token_mha"], e["cache_per_token_mha"],
+                what="gqa['cache_per_token_mha']", integer=True, mistakes={
+                    "with multi-head attention every one of the 64 query heads has its own key "
+                    "and value head": e["cache_per_token_gqa"],
+                    "the cache holds a key and a value: a factor 2 is missing":
+                        e["cache_per_token_mha"] / 2,
+                })
+    check_value(got["requests_gqa"], e["requests_gqa"], what="gqa['requests_gqa']",
+                integer=True, mistakes={
+                    "grouped-query attention: cache 8 key/value heads, not 64":
+                        e["requests_mha"],
+                    "the weights come first: subtract them from the two accelerators' memory":
+                        _requests(memory, 0, e["cache_per_token_gqa"] * GQA_SCENARIO["context"]),
+                })
+    check_value(got["requests_mha"], e["requests_mha"], what="gqa['requests_mha']",
+                integer=True, mistakes={
+                    "with 64 key/value heads the K and V projections grow too (8192 × 8192 "
+                    "each instead of 8192 × 1024): size the weights of that model":
+                        _requests(memory, e["_weights_gqa"], e["_seq_mha"]),
+                    "that is the grouped-query model's figure": e["requests_gqa"],
+                })
+
+
+def _mixtral_expected() -> dict:
+    s = shape_from_config(card_config(MIXTRAL))
+    c = count_params(s)
+    context, _, dtype = _scenario(SCENARIO)
+    k = 1
+    while requests_that_fit(s, context, k * ACCELERATOR_BYTES, dtype) < 1:
+        k += 1
+    by_active = 1
+    while _requests(by_active * ACCELERATOR_BYTES, math.ceil(c.active * dtype_bytes(dtype)),
+                    kv_cache_bytes_per_sequence(s, context, dtype)) < 1:
+        by_active += 1
+    return {"total_params": c.total, "active_params": c.active, "accelerators_needed": k,
+            "flops_per_token": 2 * c.active, "_by_active": by_active}
+
+
+EXPERT_KEYS = ("total_params", "active_params", "accelerators_needed", "flops_per_token")
+
+
+def check_experts(answer) -> None:
+    """2024: Mixtral 8x7B's total and active parameters, the fewest 80 GiB accelerators that
+    hold its 16-bit weights and one 8,192-token request, and its compute per token by the rule
+    of thumb: 2 FLOPs (one multiply-add) per active parameter."""
+    got = _keyed(answer, EXPERT_KEYS, "experts")
+    e = _mixtral_expected()
+    check_value(got["total_params"], e["total_params"], what="experts['total_params']",
+                integer=True, mistakes={
+                    "that is the active count; total parameters hold all 8 experts":
+                        e["active_params"]})
+    check_value(got["active_params"], e["active_params"], what="experts['active_params']",
+                integer=True, mistakes={
+                    "that counts all 8 experts; each token uses 2": e["total_params"]})
+    check_value(got["accelerators_needed"], e["accelerators_needed"],
+                what="experts['accelerators_needed']", integer=True, mistakes={
+                    "memory holds every expert: size the weights by total parameters, not "
+                    "active": e["_by_active"]})
+    check_value(got["flops_per_token"], e["flops_per_token"], what="experts['flops_per_token']",
+                rel=1e-9, mistakes={
+                    "that is multiply-adds; FLOPs = 2 × multiply-adds": e["active_params"],
+                    "compute follows the active parameters: a token never touches the experts it "
+                    "is not sent to": 2 * e["total_params"],
+                    "6 × parameters is a training step (forward and backward); this is one "
+                    "forward pass": 6 * e["active_params"],
+                    "that is in GFLOPs; give FLOPs": e["flops_per_token"] / 1e9,
+                })
+
+
+# --- the module recap --------------------------------------------------------------------------
+
+_RECAP_HINTS = {
+    (5, 6): "lesson 5 is about what generation keeps per request; lesson 6 compares variants",
+    (6, 5): "lesson 6 compares variants of a card (total, active, kv heads); lesson 5 is about "
+            "what one request keeps",
+    (1, 6): "lesson 1 reads the five numbers of one spec sheet; lesson 6 compares variants",
+    (6, 1): "lesson 6 compares variants of a card; lesson 1 reads five numbers",
+    (2, 4): "lesson 2 is what attention does; lesson 4 is how its cost grows with length",
+    (4, 2): "lesson 4 is order and length; lesson 2 is what attention does",
+    (3, 1): "lesson 3 looks inside one block; lesson 1 reads the whole spec sheet",
+}
+
+
+def check_recap(answer) -> None:
+    """The module's recap table: ``{lesson number: (idea letter, question letter)}`` for lessons
+    1 to 6, ideas from :data:`RECAP_IDEAS`, questions from :data:`RECAP_QUESTIONS`."""
+    if not isinstance(answer, Mapping) or sorted(answer) != list(range(1, 7)):
+        raise CheckFailed("recap: give a dict with keys 1 to 6 (the lessons), each "
+                          "(idea letter, question letter)")
+    pairs = {}
+    for lesson, pair in answer.items():
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise CheckFailed(f"recap[{lesson}]: give a pair (idea letter, question letter), "
+                              f"got {pair!r:.40}")
+        idea, question = (x.strip().upper() if isinstance(x, str) else x for x in pair)
+        if idea not in RECAP_IDEAS:
+            raise CheckFailed(f"recap[{lesson}][0]: an idea letter, one of A to F, got {idea!r}")
+        if question not in RECAP_QUESTIONS:
+            raise CheckFailed(f"recap[{lesson}][1]: a question letter, one of P to U, got "
+                              f"{question!r}")
+        pairs[lesson] = (idea, question)
+    for i, what in ((0, "idea"), (1, "question")):
+        used = [p[i] for p in pairs.values()]
+        twice = sorted({x for x in used if used.count(x) > 1})
+        if twice:
+            lessons = [str(k) for k, p in pairs.items() if p[i] == twice[0]]
+            raise CheckFailed(f"recap: {what} {twice[0]!r} is given to lessons "
+                              f"{' and '.join(lessons)}; each {what} belongs to one lesson")
+    idea_lesson = {letter: i for i, letter in _IDEA_OF.items()}
+    question_lesson = {letter: i for i, letter in _QUESTION_OF.items()}
+    for lesson in range(1, 7):
+        idea, question = pairs[lesson]
+        title = f"lesson {lesson} ({RECAP_LESSONS[lesson - 1]})"
+        for got, right, owner, what in ((idea, _IDEA_OF[lesson], idea_lesson, "idea"),
+                                        (question, _QUESTION_OF[lesson], question_lesson,
+                                         "question")):
+            if got != right:
+                hint = _RECAP_HINTS.get((lesson, owner[got]), f"which lesson made you count "
+                                        f"what {what} {got!r} is about?")
+                raise CheckFailed(f"recap[{lesson}]: {what} {got!r} is not the one for {title}: "
+                                  f"{hint}")
+
+
+__all__ = [
+    "FAMILIES", "SIZE_KEYS", "CANDIDATES", "SCENARIO", "VISIBLE_CARDS", "PAPER_2017",
+    "GQA_SCENARIO", "FLASH_CASE", "COPY_PERIOD", "RECAP_LESSONS", "RECAP_IDEAS",
+    "RECAP_QUESTIONS", "BERT_CONFIG", "own_reading", "expected_size", "context_limit",
+    "expected_servable", "size_mistakes", "check_size_card", "check_unknown_family",
+    "check_servable", "check_walkaway", "check_paper_blocks", "copy_eval_losses",
+    "check_copy_losses", "check_score_matrix", "check_flash_tib", "check_gqa", "check_experts",
+    "check_recap",
+]
