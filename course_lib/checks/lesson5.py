@@ -1,0 +1,481 @@
+"""Checks for lesson 5, "Generation and the KV cache".
+
+Each check compares a learner's answer with an independent reference and, on failure, raises
+:class:`~course_lib.checks.CheckFailed` naming the likely mistake (values without keys, bits
+for bytes, multiply-adds for FLOPs, GB for GiB, query heads for key/value heads, the weights
+left out of the budget, ...) without showing the expected value:
+
+* generation with a KV cache against :meth:`course_lib.tiny_gpt.TinyGPT.generate` with
+  ``use_cache=False`` (which runs the whole sequence again at every step), on seeded toy
+  models; every call the learner's loop makes to ``model.run`` is recorded, so a loop that
+  does not use the cache fails even when its tokens are right;
+* cache bytes and requests that fit against :mod:`course_lib.memory` (itself tested against
+  ``transformers`` models built on the meta device and against the bytes the toy model's cache
+  really holds);
+* FLOPs per weight byte, the ridge point and the decode batch at the ridge against the
+  definitions (a multiply-add is 2 FLOPs) and the accelerator figures of :data:`ACCELERATORS`.
+
+Functions the learner writes are called through :func:`~course_lib.checks.own_work`, so an
+answer that calls course_lib's counters (``params``, ``memory``, ``flops``) fails.
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping, NamedTuple, Sequence
+
+from ..cards import load_card
+from ..memory import kv_cache_bytes_per_sequence, requests_that_fit
+from ..params import count_params
+from ..shapes import ModelShape
+from ..units import GB, GiB
+from . import CheckFailed, check_choice, check_value, own_work
+
+
+class Accelerator(NamedTuple):
+    """One accelerator's data-sheet figures (dense, no sparsity)."""
+
+    memory: str
+    """Memory as the vendor states it."""
+    bandwidth: float
+    """Memory bandwidth, bytes per second (TB/s × 10^12)."""
+    peak_bf16: float
+    """Peak 16-bit (bf16) FLOP/s (TFLOP/s × 10^12)."""
+
+
+ACCELERATORS = {
+    "A100 SXM 80GB": Accelerator("80 GB HBM2e", 2.039e12, 312e12),
+    "H100 SXM 80GB": Accelerator("80 GB HBM3", 3.35e12, 989e12),
+    "H200 SXM": Accelerator("141 GB HBM3e", 4.8e12, 989e12),
+}
+"""Vendor data sheets (NVIDIA A100, H100 and H200), as collected in the course's REFERENCE.md."""
+
+A100 = "A100 SXM 80GB"
+BYTES_16BIT = 2
+PREFILL_TOKENS = 512
+"""The module text's prompt length for prefill."""
+
+SEVEN_B = dict(n_layers=32, n_heads=32, n_kv_heads=32, d_head=128)
+"""The module text's 7B-class shape (Llama 2 7B): 32 layers, 32 heads of 128."""
+SEVEN_B_TOKENS = 8192
+
+RECAP = dict(card="Llama-2-13b-hf", n_tokens=4096, memory_gib=80, bytes_per_number=2,
+             accelerator=A100)
+"""The recap's service: Llama 2 13B at its full context of 4,096 tokens on one 80 GiB A100,
+weights and cache in 16-bit."""
+
+_DTYPE = {0.5: "int4", 1: "int8", 2: "bf16", 4: "fp32"}
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+def _dtype(bytes_per_number) -> str:
+    if bytes_per_number not in _DTYPE:
+        raise ValueError(f"bytes_per_number={bytes_per_number!r} is not one of {sorted(_DTYPE)}")
+    return _DTYPE[bytes_per_number]
+
+
+def cache_shape(n_layers, n_heads, n_kv_heads, d_head) -> ModelShape:
+    """A Llama-style ModelShape with these attention numbers (the other sizes do not enter the
+    cache and are placeholders)."""
+    return ModelShape(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads,
+                      n_kv_heads=n_kv_heads, d_head=d_head, d_ff=4 * n_heads * d_head,
+                      d_vocab=32000, n_ctx=4096, mlp="swiglu", norm="rmsnorm",
+                      positions="rotary", qkv_bias=False, out_bias=False, mlp_bias=False,
+                      tied_embeddings=False, model_type="llama")
+
+
+def _label(name: str, args: Mapping) -> str:
+    return f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+
+
+def _call(fn, name: str, args: Mapping):
+    return own_work(fn, **args), _label(name, args)
+
+
+def _option(x):
+    return " ".join(x.strip().lower().replace("_", " ").split()) if isinstance(x, str) else x
+
+
+_GENERIC = ("too large", "too small", "you returned 0", "its sign is wrong")
+
+
+def _point_back(names: str, fn):
+    """Re-raise a generic size hint with a pointer to the earlier exercise it builds on."""
+    try:
+        fn()
+    except CheckFailed as e:
+        msg = str(e)
+        if any(p in msg for p in _GENERIC):
+            msg += f" If this uses your {names}, make sure its test passes first."
+        raise CheckFailed(msg) from None
+
+
+# --- exercise 1: generation with a cache --------------------------------------------------------
+
+GEN_CASES = (dict(shape=dict(kind="gpt2", d_model=32, n_layers=2, n_heads=4, d_vocab=50,
+                             n_ctx=64), batch=2, prompt_len=6, n_new=12, seed=0),)
+"""Visible case of :func:`check_generate_cached`; the notebook's hidden tests pass others."""
+
+
+def toy_model(shape: Mapping, seed: int):
+    """A seeded TinyGPT for a generation case.  ``shape``: ``kind`` ("gpt2" or "llama") and the
+    keyword arguments of ``gpt2_shape`` / ``llama_shape``.  Weights ~ Normal(0, 0.5): wide
+    enough that greedy decoding does not settle on one token, so a stale cache shows."""
+    import torch
+
+    from ..shapes import gpt2_shape, llama_shape
+    from ..tiny_gpt import TinyGPT
+
+    kw = dict(shape)
+    make = {"gpt2": gpt2_shape, "llama": llama_shape}[kw.pop("kind")]
+    model = TinyGPT(make(**kw))
+    model.init_weights(torch.Generator().manual_seed(seed), std=0.5)
+    return model.eval()
+
+
+def _prompt(model, batch, prompt_len, seed):
+    import torch
+    return torch.randint(0, model.shape.d_vocab, (batch, prompt_len),
+                         generator=torch.Generator().manual_seed(1000 + seed))
+
+
+def _record_calls(model):
+    """Replace ``model.run`` (on this instance) by a wrapper that records, for each call, how
+    many new tokens it was fed and how many positions its cache already held; make
+    ``model.generate`` fail.  Returns the list the calls are appended to."""
+    calls = []
+    run = model.run
+
+    def recorded(tokens, past_kvs=None, return_patterns=False):
+        past = 0 if past_kvs is None else past_kvs[0][0].shape[2]
+        calls.append((int(tokens.shape[1]), int(past)))
+        return run(tokens, past_kvs, return_patterns)
+
+    def no_generate(*args, **kwargs):
+        raise CheckFailed("your function calls model.generate: write the loop yourself, with "
+                          "model.run(tokens, past_kvs)")
+
+    model.run = recorded
+    model.generate = no_generate
+    return calls
+
+
+def _diagnose_calls(calls, label) -> None:
+    if not calls:
+        raise CheckFailed(f"{label} never calls model.run (or model(...)): run the prompt "
+                          "through the model first, then one new token at a time")
+    if calls[0][1] != 0:
+        raise CheckFailed(f"{label}: the first call already has a cache: start with "
+                          "past_kvs=None")
+    for (n_prev, past_prev), (n, past) in zip(calls, calls[1:]):
+        if past == 0:
+            raise CheckFailed(f"{label} runs the whole sequence again at a step (no past_kvs): "
+                              "that is generation without a cache. After the prompt, feed only "
+                              "the newest token, with the kvs the previous call returned")
+        if n != 1:
+            raise CheckFailed(f"{label} feeds {n} tokens at a step after the prompt: with a "
+                              "cache, feed only the newest token (shape (batch, 1))")
+        if past != past_prev + n_prev:
+            raise CheckFailed(f"{label} passes a stale cache: at each step pass the kvs that "
+                              "the latest call returned (they include the token just added), "
+                              "not an earlier call's")
+
+
+def check_generate_cached(fn, cases: Sequence[Mapping] = GEN_CASES) -> None:
+    """Check ``fn(model, prompt, n_new) -> tokens``: greedy generation with a KV cache, on a
+    TinyGPT and a (batch, pos) prompt, returning (batch, pos + n_new) tokens.
+
+    The tokens must equal ``model.generate(prompt, n_new, use_cache=False)`` (greedy, the
+    whole sequence recomputed each step); the calls to ``model.run`` must be those of a cached
+    loop: the prompt once with no cache, then one token at a time, each with the cache the
+    previous call returned.  ``model.generate`` itself may not be called."""
+    import torch
+
+    for case in cases:
+        model = toy_model(case["shape"], case["seed"])
+        prompt = _prompt(model, case["batch"], case["prompt_len"], case["seed"])
+        n_new, p = case["n_new"], case["prompt_len"]
+        expected = model.generate(prompt, n_new, use_cache=False)
+        label = (f"generate_cached on a {case['shape']['kind']} toy model "
+                 f"(batch {case['batch']}, prompt of {p}, n_new={n_new})")
+        calls = _record_calls(model)
+        got = own_work(fn, model, prompt.clone(), n_new)
+        if not isinstance(got, torch.Tensor):
+            raise CheckFailed(f"{label}: return a tensor of token ids (batch, pos + n_new), "
+                              f"got {type(got).__name__}")
+        if got.dim() != 2 or got.shape[0] != case["batch"]:
+            raise CheckFailed(f"{label}: return shape (batch, pos + n_new) = "
+                              f"({case['batch']}, {p + n_new}), got {tuple(got.shape)}")
+        width = got.shape[1]
+        if width == n_new:
+            raise CheckFailed(f"{label} returns only the new tokens: return the prompt "
+                              "followed by them")
+        if width in (p + n_new - 1, p + n_new + 1):
+            raise CheckFailed(f"{label} returns {width - p} new tokens, not {n_new}: an "
+                              "off-by-one in the loop")
+        if width != p + n_new:
+            raise CheckFailed(f"{label}: return shape ({case['batch']}, {p + n_new}), got "
+                              f"{tuple(got.shape)}")
+        if not torch.equal(got[:, :p], prompt):
+            raise CheckFailed(f"{label}: the result must start with the prompt, unchanged")
+        _diagnose_calls(calls, label)
+        if len(calls) > n_new + 1:
+            raise CheckFailed(f"{label} calls the model {len(calls)} times: once for the "
+                              f"prompt and once per new token is enough")
+        if not torch.equal(got, expected):
+            raise CheckFailed(f"{label}: the new tokens differ from greedy generation without "
+                              "a cache. Pick each token as the argmax of the logits at the "
+                              "last position, logits[:, -1], and append it to every row")
+
+
+# --- exercise 2: the size of the cache ----------------------------------------------------------
+
+KV_CASES = (dict(SEVEN_B, n_tokens=SEVEN_B_TOKENS, bytes_per_number=BYTES_16BIT),
+            dict(n_layers=32, n_heads=32, n_kv_heads=8, d_head=128, n_tokens=8192,
+                 bytes_per_number=2))
+"""Visible cases of :func:`check_kv_cache_size`: the 7B-class shape, and Llama 3 8B's
+(8 key/value heads)."""
+
+
+def kv_cache_expected(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number) -> int:
+    """course_lib's bytes for one sequence's cache of this shape."""
+    s = cache_shape(n_layers, n_heads, n_kv_heads, d_head)
+    return kv_cache_bytes_per_sequence(s, n_tokens, _dtype(bytes_per_number))
+
+
+def kv_mistakes(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number) -> dict:
+    """``{diagnosis: wrong bytes}`` for the usual slips in a cache size."""
+    kv = kv_cache_expected(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number)
+    q = kv * n_heads / n_kv_heads
+    return {
+        "the cache keeps a key AND a value for each token: a factor 2 is missing": kv / 2,
+        "that uses the query heads (n_heads); the cache holds the key/value heads "
+        "(n_kv_heads)": q,
+        "that uses the query heads instead of the key/value heads, and counts keys but not "
+        "values": q / 2,
+        "that counts bits (8 per byte); the question asks for bytes": 8 * kv,
+        "that is a count of numbers; multiply by bytes_per_number for bytes": kv / bytes_per_number,
+        "every layer keeps its own keys and values: multiply by n_layers": kv / n_layers,
+        "that is one token's cache; multiply by n_tokens": kv / n_tokens,
+        "that is in GiB; the question asks for bytes": kv / GiB,
+        "that is in GB; the question asks for bytes": kv / GB,
+    }
+
+
+def check_kv_cache_size(fn, cases: Sequence[Mapping] = KV_CASES) -> None:
+    """Check ``fn(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number)``: the
+    bytes of one sequence's KV cache, against ``memory.kv_cache_bytes_per_sequence``."""
+    for case in cases:
+        got, label = _call(fn, "kv_cache_size", case)
+        check_value(got, kv_cache_expected(**case), what=label, rel=1e-9,
+                    mistakes=kv_mistakes(**case))
+
+
+# --- exercise 3: FLOPs per byte of weights ------------------------------------------------------
+
+INTENSITY_CASES = (dict(n_tokens=1, bytes_per_number=2), dict(n_tokens=512, bytes_per_number=2))
+
+
+def check_flops_per_weight_byte(fn, cases: Sequence[Mapping] = INTENSITY_CASES) -> None:
+    """Check ``fn(n_tokens, bytes_per_number)``: FLOPs per byte of weights when one pass handles
+    ``n_tokens`` tokens, each weight read once and used in one multiply-add (2 FLOPs) per
+    token: 2·n_tokens / bytes_per_number."""
+    for case in cases:
+        got, label = _call(fn, "flops_per_weight_byte", case)
+        n, b = case["n_tokens"], case["bytes_per_number"]
+        expected = 2 * n / b
+        check_value(got, expected, what=label, rel=1e-9, mistakes={
+            "that counts multiply-adds; FLOPs = 2 × multiply-adds": n / b,
+            "that divides by bits (8 per byte); the question asks per byte": 2 * n / (8 * b),
+            "a weight read once serves every token of the pass: the FLOPs grow with n_tokens, "
+            "the bytes do not": 2 / b,
+            "that is bytes per FLOP: divide FLOPs by bytes": b / (2 * n),
+            "that multiplies by bytes_per_number; divide by it (more bytes a weight means "
+            "fewer FLOPs per byte)": 2 * n * b,
+        })
+
+
+# --- exercise 4: the ridge point ----------------------------------------------------------------
+
+RIDGE_CASES = (dict(peak_flops=312e12, bandwidth=2.039e12, bytes_per_number=2),)
+"""Visible case of :func:`check_ridge_point`: the A100 at 16-bit."""
+
+
+def check_ridge_point(fn, cases: Sequence[Mapping] = RIDGE_CASES) -> None:
+    """Check ``fn(peak_flops, bandwidth, bytes_per_number) -> (ridge, batch)``: the ridge point
+    peak / bandwidth (FLOP per byte), and the decode batch whose FLOPs per weight byte reach it
+    (a batch of B sequences does 2·B / bytes_per_number FLOPs per weight byte):
+    ridge · bytes_per_number / 2 sequences (a float; no rounding needed)."""
+    for case in cases:
+        result, label = _call(fn, "ridge_point", case)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise CheckFailed(f"{label}: return 2 numbers, (ridge, batch), got "
+                              f"{type(result).__name__} {result!r:.60}")
+        ridge_got, batch_got = result
+        P, W, b = case["peak_flops"], case["bandwidth"], case["bytes_per_number"]
+        ridge = P / W
+        check_value(ridge_got, ridge, what=f"{label}[0], the ridge point", rel=1e-6, mistakes={
+            "that is bandwidth ÷ peak (bytes per FLOP): the ridge is peak ÷ bandwidth, in FLOP "
+            "per byte": W / P,
+            "that reads TB/s as TiB/s (2^40 bytes); the data sheet's TB is 10^12 bytes":
+                P / (W * 2**40 / 1e12),
+            "that halves the peak (multiply-adds per second); the ridge uses FLOP/s": P / 2 / W,
+            "that divides by bits per second; the bandwidth is in bytes": P / (8 * W),
+        })
+        batch = ridge * b / 2
+        _point_back("flops_per_weight_byte", lambda: check_value(
+            batch_got, batch, what=f"{label}[1], the decode batch at the ridge", rel=0.005,
+            mistakes={
+                "a batch of B sequences does 2·B FLOPs per weight read, not B: that counts "
+                "multiply-adds as FLOPs": ridge * b,
+                "that is the ridge itself; the decode batch at the ridge is ridge × "
+                "bytes_per_number / 2 (the same only at 2 bytes a number)": ridge,
+                "that counts bits (8 per byte) for the weights": ridge * 8 * b / 2,
+                "a bigger batch raises the FLOPs per byte; solve 2·B / bytes_per_number = "
+                "ridge for B": ridge * 2 / b,
+            }))
+
+
+# --- exercise 5: requests that fit --------------------------------------------------------------
+
+REQUEST_CASES = (dict(card="Llama-2-7b-hf", memory_gib=80, n_tokens=4096, bytes_per_number=2),)
+"""Visible case of :func:`check_requests_fit`; each case names a shipped card (with no sliding
+window, so every token is kept), the memory in GiB, the context length and the bytes per
+number of weights and cache."""
+
+
+def request_args(card, memory_gib, n_tokens, bytes_per_number) -> dict:
+    """The arguments the learner's ``requests_fit`` gets for a case: numbers from the card."""
+    s = load_card(card)
+    if s.sliding_window is not None or s.mla is not None:
+        raise ValueError(f"{card} has a sliding window or latent attention: the simple cache "
+                         "formula does not hold")
+    return dict(memory_gib=memory_gib, n_params=count_params(s).total, n_layers=s.n_layers,
+                n_heads=s.n_heads, n_kv_heads=s.n_kv_heads, d_head=s.d_head, n_tokens=n_tokens,
+                bytes_per_number=bytes_per_number)
+
+
+def requests_expected(card, memory_gib, n_tokens, bytes_per_number) -> int:
+    """course_lib's requests that fit for a case."""
+    return requests_that_fit(load_card(card), n_tokens, int(memory_gib * GiB),
+                             _dtype(bytes_per_number))
+
+
+def request_mistakes(memory_gib, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
+                     bytes_per_number) -> dict:
+    """``{diagnosis: wrong count}`` for the usual slips, from the learner's arguments."""
+    b = bytes_per_number
+    mem, weights = memory_gib * GiB, n_params * b
+    cache = 2 * n_layers * n_kv_heads * d_head * n_tokens * b
+
+    def fit(memory, w, c):
+        return max(0, math.floor((memory - w) / c))
+
+    return {
+        "the weights must fit too: subtract their bytes from the memory first":
+            math.floor(mem / cache),
+        "the memory is in GiB (2^30 bytes), not GB (10^9 bytes)": fit(memory_gib * GB, weights, cache),
+        "the cache uses the key/value heads (n_kv_heads), not the query heads":
+            fit(mem, weights, cache * n_heads / n_kv_heads),
+        "the cache keeps keys and values: its size has a factor 2": fit(mem, weights, cache / 2),
+        "count whole requests: round down, a request does not fit in part":
+            math.ceil((mem - weights) / cache) if mem > weights else 0,
+        "the weights are n_params × bytes_per_number bytes": fit(mem, n_params, cache),
+    }
+
+
+def check_requests_fit(fn, cases: Sequence[Mapping] = REQUEST_CASES) -> None:
+    """Check ``fn(memory_gib, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
+    bytes_per_number)``: how many sequences of ``n_tokens`` fit in the cache beside the
+    weights (a whole number, 0 when the weights alone do not fit), against
+    ``memory.requests_that_fit``."""
+    for case in cases:
+        args = request_args(**case)
+        got, label = _call(fn, "requests_fit", args)
+        label = f"{label} ({case['card']})"
+        if isinstance(got, float) and got.is_integer():
+            got = int(got)
+        expected = requests_expected(**case)
+        if got is not None and not isinstance(got, bool) and isinstance(got, (int, float)) \
+                and got < 0:
+            raise CheckFailed(f"{label} is negative: when the weights alone do not fit, no "
+                              "request fits (0)")
+        _point_back("kv_cache_size", lambda: check_value(got, expected, what=label,
+                                                         integer=True,
+                                                         mistakes=request_mistakes(**args)))
+
+
+# --- test yourself --------------------------------------------------------------------------
+
+HOLDS = ("keys and values", "keys", "queries, keys and values", "attention weights")
+
+
+def check_tys1(holds, cache_gib) -> None:
+    """Test-yourself 1: what a KV cache holds, and the 7B-class cache at 8,192 tokens in 16-bit,
+    in GiB."""
+    check_choice(_option(holds), "keys and values", what="tys1_holds", choices=HOLDS, hints={
+        "keys": "the values are kept too: every later token's weighted sum reads them",
+        "queries, keys and values": "a token's query is used once, at its own step; later "
+                                    "tokens never read it, so it is not kept",
+        "attention weights": "the weights change with every new query; what later queries "
+                             "read is the earlier tokens' keys and values",
+    })
+    kv = kv_cache_expected(**SEVEN_B, n_tokens=SEVEN_B_TOKENS, bytes_per_number=BYTES_16BIT)
+    _point_back("kv_cache_size", lambda: check_value(
+        cache_gib, kv / GiB, what="tys1_cache_gib", rel=0.01, mistakes={
+            "that is in GB (10^9 bytes); the question asks for GiB (2^30 bytes)": kv / GB,
+            "a key and a value per token: a factor 2 is missing": kv / GiB / 2,
+            "16-bit is 2 bytes a number, not 4": 2 * kv / GiB,
+            "that counts bits; the question asks for bytes (in GiB)": 8 * kv / GiB,
+            "that is in bytes; divide by 2^30 for GiB": kv,
+            "that is in MiB; divide by 2^30 for GiB": kv / 2**20,
+        }))
+
+
+BOUNDS = ("memory", "compute")
+
+
+def check_tys2(decode_flops_per_byte, prefill_flops_per_byte, decode_bound,
+               prefill_bound) -> None:
+    """Test-yourself 2: FLOPs per weight byte of one decode step and of a 512-token prefill in
+    16-bit (the module's ~1 and ~512; course_lib's exact counts for a 7B shape pass too), and
+    what limits each on an A100 ("memory" or "compute")."""
+    _point_back("flops_per_weight_byte", lambda: check_value(
+        decode_flops_per_byte, 1.0, what="tys2_decode_flops_per_byte", rel=0.03, mistakes={
+            "that counts multiply-adds; FLOPs = 2 × multiply-adds": 0.5,
+            "that divides by bits, not bytes": 1 / 8,
+        }))
+    _point_back("flops_per_weight_byte", lambda: check_value(
+        prefill_flops_per_byte, PREFILL_TOKENS, what="tys2_prefill_flops_per_byte", rel=0.03,
+        mistakes={
+            "that counts multiply-adds; FLOPs = 2 × multiply-adds": PREFILL_TOKENS / 2,
+            "that divides by bits, not bytes": PREFILL_TOKENS / 8,
+            "each weight read in the prompt's pass serves all 512 tokens": 1.0,
+        }))
+    hints = {"compute": "one decode step does about 1 FLOP per byte it reads; the A100 can do "
+                        "about 153 per byte before compute runs out, so it waits on memory",
+             "memory": "512 FLOPs per byte is beyond the A100's ridge (about 153): the "
+                       "arithmetic, not the reading, takes the time"}
+    check_choice(_option(decode_bound), "memory", what="tys2_decode_bound", choices=BOUNDS,
+                 hints=hints)
+    check_choice(_option(prefill_bound), "compute", what="tys2_prefill_bound", choices=BOUNDS,
+                 hints=hints)
+
+
+# --- recap ----------------------------------------------------------------------------------
+
+def check_recap(requests, bound) -> None:
+    """The recap's question for :data:`RECAP` (Llama 2 13B, 4,096 tokens, 80 GiB, 16-bit): how
+    many requests fit beside the weights, and whether decoding all of them together in one
+    batch is limited by "memory" or "compute" on the A100 (weights' FLOPs per byte against the
+    ridge point)."""
+    r = dict(RECAP)
+    r.pop("accelerator")
+    expected = requests_expected(**r)
+    args = request_args(**r)
+    _point_back("requests_fit", lambda: check_value(
+        requests, expected, what="recap_requests", integer=True,
+        mistakes=request_mistakes(**args)))
+    check_choice(_option(bound), "memory", what="recap_bound", choices=BOUNDS, hints={
+        "compute": "compare the batch that fits with the decode batch at the A100's ridge "
+                   "point: a batch that small still does few FLOPs per byte of weights"})
