@@ -1,0 +1,607 @@
+"""Checks for lesson 6, "Variants and the model card".
+
+Each check compares a learner's answer with an independent reference and, on failure, raises
+:class:`~course_lib.checks.CheckFailed` naming the likely mistake without showing the expected
+value:
+
+* grouped-query attention against ``torch.nn.functional.scaled_dot_product_attention`` with
+  ``enable_gqa=True`` (torch's own grouping of query heads onto key/value heads);
+* the parameters of a toy mixture-of-experts layer against ``numel`` and
+  :func:`course_lib.moe.active_params_per_token`;
+* counts of a model card (total and active parameters, KV cache per token, weight bytes,
+  requests that fit) against course_lib's counters (``params``, ``memory``), themselves tested
+  against ``transformers`` models built on the meta device.
+
+A card is given as a shipped card's name (``"Mixtral-8x7B-v0.1"``), a :class:`ModelShape`, or
+a dict of ModelShape fields.  Functions the learner writes are called through
+:func:`~course_lib.checks.own_work` (no calls into course_lib's counters) and, here, may not
+call the MoE layer's own counters (``moe.active_params_per_token``, ``moe.params_touched``) or
+the shape's ``kv_cache_width``, which would answer the question for them.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from contextlib import contextmanager
+from typing import Mapping, Sequence
+
+from ..cards import load_card
+from ..memory import kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, weight_bytes
+from ..params import (attention_params_per_layer, count_params, mlp_params, norm_params,
+                      router_params_per_layer)
+from ..shapes import ModelShape, llama_shape
+from ..units import GB, GiB
+from . import CheckFailed, check_choice, check_value, own_work
+
+# --- the lesson's fixed figures (inputs, not answers) -----------------------------------------
+
+SERVE_TOKENS = 8192
+"""The module text's context length for the requests example."""
+SERVE_MEMORY = 80 * GiB
+"""An 80 GiB accelerator (an "80GB" part exposes 80 GiB to software)."""
+BYTES_16BIT = 2
+LLAMA2_70B = "Llama-2-70b-hf"
+LLAMA2_70B_MHA_KV_HEADS = 64
+"""Llama 2 70B has 64 query heads; with multi-head attention it would have 64 key/value heads."""
+MIXTRAL = "Mixtral-8x7B-v0.1"
+
+GQA_CASES = (dict(batch=2, n_heads=8, n_kv_heads=2, pos=6, d_head=16, seed=0),)
+"""Visible case of :func:`check_gqa`; the notebook's hidden tests pass others."""
+MOE_LAYERS = (dict(d_model=32, d_ff=48, n_experts=8, top_k=2, mlp="swiglu", bias=False,
+                   batch=2, pos=5, seed=0),)
+"""Visible case of :func:`check_moe_sizes` (Mixtral's routing at toy size)."""
+FOUR_SIZES_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "weight_bytes")
+_DTYPE = {1: "int8", 2: "bf16", 4: "fp32"}
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def as_shape(card) -> ModelShape:
+    """A ModelShape from a shipped card's name, a ModelShape, or a dict of its fields."""
+    if isinstance(card, ModelShape):
+        return card
+    if isinstance(card, str):
+        return load_card(card)
+    if isinstance(card, Mapping):
+        return ModelShape(**card)
+    raise TypeError(f"card must be a name, a ModelShape or a dict, got {type(card).__name__}")
+
+
+def seven_b(n_kv_heads: int) -> ModelShape:
+    """The module text's 7B-class shape (Llama 2 7B: 32 layers, 32 query heads of 128) with
+    ``n_kv_heads`` key/value heads."""
+    return llama_shape(n_kv_heads=n_kv_heads).with_(name=f"7B-class, {n_kv_heads} kv heads")
+
+
+def _label(fn_name: str, s: ModelShape, *extra) -> str:
+    return f"{fn_name}({s.name or 'a ' + s.model_type + ' shape'}{''.join(', ' + str(e) for e in extra)})"
+
+
+def _dtype(bytes_per_number) -> str:
+    if bytes_per_number not in _DTYPE:
+        raise ValueError(f"bytes_per_number={bytes_per_number!r} must be one of {sorted(_DTYPE)}")
+    return _DTYPE[bytes_per_number]
+
+
+def _plain(s: ModelShape) -> None:
+    """The learner's counters cover every shipped family but DeepSeek's extras."""
+    if s.mla is not None or s.n_shared_experts or s.n_dense_layers:
+        raise ValueError(f"{s.name or s.model_type}: latent attention, shared experts and dense "
+                         "first layers are outside this lesson's exercises")
+
+
+_SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_sizes"},
+              "shapes.py": {"kv_cache_width"}}
+
+
+@contextmanager
+def _watch_shortcuts(found: list):
+    """Record calls to the functions in :data:`_SHORTCUTS` (chained with any profiler)."""
+    lib = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    watched = {os.path.join(lib, f): names for f, names in _SHORTCUTS.items()}
+    previous = sys.getprofile()
+
+    def profiler(frame, event, arg):
+        if event == "call" and frame.f_code.co_name in watched.get(frame.f_code.co_filename, ()):
+            found.append(f"{os.path.basename(frame.f_code.co_filename)[:-3]}."
+                         f"{frame.f_code.co_name}")
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(profiler)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+
+
+def _own(fn, *args, **kwargs):
+    """``own_work(fn, ...)``, also failing if ``fn`` used a shortcut that holds the answer."""
+    found: list = []
+    with _watch_shortcuts(found):
+        result = own_work(fn, *args, **kwargs)
+    if found:
+        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} uses course_lib's "
+                          f"{found[0]}, which computes this answer: build it yourself, then "
+                          "use course_lib to check it")
+    return result
+
+
+def _pair(result, what: str, names: str) -> tuple:
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise CheckFailed(f"{what}: return 2 values, ({names}), got {type(result).__name__} "
+                          f"{result!r:.60}")
+    return tuple(result)
+
+
+def _keyed(result, keys: Sequence[str], what: str) -> dict:
+    if not isinstance(result, Mapping):
+        raise CheckFailed(f"{what}: return a dict with keys {', '.join(map(repr, keys))}, "
+                          f"got {type(result).__name__}")
+    missing = [k for k in keys if k not in result]
+    if missing:
+        raise CheckFailed(f"{what}: the dict is missing {', '.join(map(repr, missing))}")
+    return dict(result)
+
+
+def _merged(mistakes: dict) -> dict:
+    """Mistakes that give the same wrong value on this input, named together ("... or ...")."""
+    by_value: dict = {}
+    for diagnosis, wrong in mistakes.items():
+        by_value.setdefault(wrong, []).append(diagnosis)
+    return {"; or ".join(ds): wrong for wrong, ds in by_value.items()}
+
+
+_GENERIC = ("too large", "too small", "you returned 0", "its sign is wrong")
+
+
+@contextmanager
+def _builds_on(*names: str):
+    """Point back to earlier exercises when a failure is not a named mistake."""
+    try:
+        yield
+    except CheckFailed as e:
+        msg = str(e)
+        if any(p in msg for p in _GENERIC):
+            msg += (f" If this uses your {' or '.join(names)}, make sure "
+                    f"{'its test passes' if len(names) == 1 else 'their tests pass'} first.")
+        raise CheckFailed(msg) from None
+
+
+# --- grouped-query attention -----------------------------------------------------------------
+
+def gqa_inputs(batch: int, n_heads: int, n_kv_heads: int, pos: int, d_head: int, seed: int):
+    """Seeded float32 q (batch, n_heads, pos, d_head), k and v (batch, n_kv_heads, pos, d_head),
+    drawn from their own generator (the notebook's random state is left alone)."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch, n_heads, pos, d_head, generator=g)
+    k = torch.randn(batch, n_kv_heads, pos, d_head, generator=g)
+    v = torch.randn(batch, n_kv_heads, pos, d_head, generator=g)
+    return q, k, v
+
+
+def _attend(q, k, v, causal=True, scale=True):
+    """Plain attention over already-matched heads (the mistakes' outputs)."""
+    import torch
+    scores = q @ k.transpose(-2, -1)
+    if scale:
+        scores = scores / math.sqrt(q.shape[-1])
+    if causal:
+        n = q.shape[-2]
+        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    return scores.softmax(-1) @ v
+
+
+def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
+    """Check ``fn(q, k, v) -> out``: causal grouped-query attention, q (batch, n_heads, pos,
+    d_head), k and v (batch, n_kv_heads, pos, d_head), out (batch, n_heads, pos, d_head), query
+    head i reading key/value head i // (n_heads // n_kv_heads).  Reference: torch's
+    ``scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)``; float32,
+    tolerance 1e-5."""
+    import torch
+    import torch.nn.functional as F
+    for case in cases:
+        q, k, v = gqa_inputs(**case)
+        label = (f"grouped_query_attention on q {tuple(q.shape)}, k and v {tuple(k.shape)}")
+        got = _own(fn, q.clone(), k.clone(), v.clone())
+        if not isinstance(got, torch.Tensor):
+            raise CheckFailed(f"{label}: return a tensor, got {type(got).__name__}")
+        if tuple(got.shape) != tuple(q.shape):
+            hint = (" (that is one output per key/value head: every query head needs its own)"
+                    if got.shape[1:2] == k.shape[1:2] else "")
+            raise CheckFailed(f"{label}: the output should have the queries' shape "
+                              f"(batch, n_heads, pos, d_head) = {tuple(q.shape)}, got "
+                              f"{tuple(got.shape)}{hint}")
+        expected = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        got = got.detach().to(torch.float32)
+        if torch.allclose(got, expected, atol=1e-5, rtol=1e-4):
+            continue
+        group = case["n_heads"] // case["n_kv_heads"]
+        ki, vi = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        kr, vr = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
+        mistakes = {
+            "the query heads are paired with the wrong key/value heads: consecutive query heads "
+            "share one (head i reads kv head i // group, as repeat_interleave gives), not every "
+            "n_kv_heads-th (i % n_kv_heads, as repeat gives)": _attend(q, kr, vr),
+            "later positions are not masked: this is a decoder, so use a causal mask":
+                _attend(q, ki, vi, causal=False),
+            "the scores are not divided by sqrt(d_head)": _attend(q, ki, vi, scale=False),
+            "every query head reads key/value head 0: each group of query heads has its own "
+            "key/value head": _attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
+            "keys and values are swapped": _attend(q, vi, ki),
+        }
+        for diagnosis, wrong in mistakes.items():
+            if not torch.allclose(wrong, expected, atol=1e-5) and \
+                    torch.allclose(got, wrong, atol=1e-5, rtol=1e-4):
+                raise CheckFailed(f"{label} is not right: {diagnosis}")
+        raise CheckFailed(f"{label} is not right: it differs from torch's grouped-query "
+                          "attention by up to {:.2g}".format(float((got - expected).abs().max())))
+
+
+# --- the KV cache per token ------------------------------------------------------------------
+
+def kv_mistakes(s: ModelShape, b) -> dict:
+    """``{diagnosis: wrong bytes per token}`` for the usual slips in a cache count."""
+    L, d_head = s.n_layers, s.d_head
+    right = 2 * L * s.n_kv_heads * d_head * b
+    m = {
+        "the cache is sized with the query heads (n_heads): only the n_kv_heads key/value "
+        "heads are cached, which is what grouped-query attention saves":
+            2 * L * s.n_heads * d_head * b,
+        "only keys are counted: every token keeps a key and a value per key/value head":
+            right / 2,
+        "the layers are missing: every layer keeps its own keys and values": right / L,
+        "that is numbers, not bytes: multiply by bytes_per_number": right / b,
+        "that is bits: a byte is 8 bits, and bytes_per_number already counts bytes": 8 * right,
+        "2·n_layers·d_model is lesson 1's cache for multi-head attention with d_head = "
+        "d_model / n_heads; here use n_kv_heads and the card's d_head": 2 * L * s.d_model * b,
+    }
+    if s.d_model % s.n_heads == 0 and s.d_model // s.n_heads != d_head:
+        m = {"d_head is not d_model / n_heads on this card: it sets d_head itself, so use "
+             "the shape's d_head": 2 * L * s.n_kv_heads * (s.d_model // s.n_heads) * b, **m}
+    return _merged(m)
+
+
+def check_kv_bytes_per_token(fn, cards: Sequence = ("Meta-Llama-3-8B",),
+                             bytes_per_number: Sequence = (BYTES_16BIT,)) -> None:
+    """Check ``fn(s, bytes_per_number) -> bytes``: the KV cache one token adds, 2 × n_layers ×
+    n_kv_heads × d_head × bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
+    for card in cards:
+        s = as_shape(card)
+        _plain(s)
+        for b in bytes_per_number:
+            label = _label("kv_bytes_per_token", s, b)
+            got = _own(fn, s, b)
+            check_value(got, kv_cache_bytes_per_token(s, _dtype(b)), what=label, rel=1e-12,
+                        mistakes=kv_mistakes(s, b))
+
+
+# --- a toy mixture-of-experts layer ----------------------------------------------------------
+
+def moe_layer(d_model, d_ff, n_experts, top_k, mlp, bias, batch, pos, seed):
+    """A seeded :class:`~course_lib.moe.MoEFeedForward` and an input x (batch, pos, d_model),
+    made without touching the notebook's random state."""
+    import torch
+    from ..moe import MoEFeedForward
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        layer = MoEFeedForward(d_model, d_ff, n_experts, top_k, mlp=mlp, bias=bias)
+        x = torch.randn(batch, pos, d_model)
+    return layer, x
+
+
+def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
+    """Check ``fn(layer, x) -> (total, active)`` for a MoEFeedForward ``layer``: ``total`` its
+    parameters (an int), ``active`` the parameters each token of x passes through, an integer
+    tensor (batch, pos): the router and the experts the routing sent it to.  References:
+    ``numel``, ``params.router_params_per_layer + n_experts × params.mlp_params`` and
+    ``moe.active_params_per_token``."""
+    import torch
+    from ..moe import active_params_per_token
+    for spec in layers:
+        layer, x = moe_layer(**spec)
+        label = (f"moe_sizes(a layer of {spec['n_experts']} {spec['mlp']} experts, top_k="
+                 f"{spec['top_k']}{', with biases' if spec['bias'] else ''})")
+        total, active = _pair(_own(fn, layer, x), label, "total, active per token")
+        shape = ModelShape(d_model=spec["d_model"], n_layers=1, n_heads=1, d_ff=spec["d_ff"],
+                           d_vocab=1, n_ctx=1, n_experts=spec["n_experts"],
+                           n_experts_per_tok=spec["top_k"], mlp=spec["mlp"],
+                           mlp_bias=spec["bias"])
+        router, expert = router_params_per_layer(shape), mlp_params(shape)
+        expected_total = router + spec["n_experts"] * expert
+        assert expected_total == sum(p.numel() for p in layer.parameters())  # course_lib == numel
+        k = spec["top_k"]
+        check_value(total, expected_total, what=f"{label}[0], the total", integer=True,
+                    mistakes={
+                        "that is one token's share (the router and top_k experts): the layer "
+                        "holds every expert, and memory must hold them all": router + k * expert,
+                        "the router (d_model × n_experts) is missing": expected_total - router,
+                        "that is one expert: the layer has n_experts of them": expert,
+                        "the router is counted once per expert: there is one router per layer":
+                            spec["n_experts"] * (router + expert),
+                    })
+        with torch.no_grad():
+            routing = layer.run(x).routing
+        expected = active_params_per_token(layer, routing)
+        try:
+            got = torch.as_tensor(active)
+        except Exception:
+            raise CheckFailed(f"{label}[1]: return the active parameters as a tensor of shape "
+                              f"(batch, pos) = {tuple(expected.shape)}, got "
+                              f"{type(active).__name__}") from None
+        if tuple(got.shape) != tuple(expected.shape):
+            raise CheckFailed(f"{label}[1]: the active parameters should have one value per "
+                              f"token, shape (batch, pos) = {tuple(expected.shape)}, got shape "
+                              f"{tuple(got.shape)}")
+        if got.is_floating_point() and not torch.equal(got, got.round()):
+            raise CheckFailed(f"{label}[1]: parameters are whole numbers")
+        got = got.to(torch.int64)
+        if torch.equal(got, expected):
+            continue
+        mistakes = {
+            "the router is missing: every token passes through it to be routed":
+                expected - router,
+            "that counts every expert: a token passes through only the top_k it is sent to":
+                torch.full_like(expected, expected_total),
+            "that counts one expert: each token is sent to top_k of them":
+                expected - (k - 1) * expert,
+            "that counts the router top_k times: a token is scored once": expected + (k - 1) * router,
+        }
+        for diagnosis, wrong in mistakes.items():
+            if not torch.equal(wrong, expected) and torch.equal(got, wrong):
+                raise CheckFailed(f"{label}[1], the active parameters, is not right: {diagnosis}")
+        raise CheckFailed(f"{label}[1], the active parameters, is not right for "
+                          f"{int((got != expected).sum())} of {got.numel()} tokens")
+
+
+# --- total and active parameters of a card ---------------------------------------------------
+
+def total_mistakes(s: ModelShape) -> dict:
+    """``{diagnosis: wrong total}`` for the usual slips in counting a card."""
+    c = count_params(s)
+    total, L, d, V = c.total, s.n_layers, s.d_model, s.d_vocab
+    attn, mlp, router, norm = (attention_params_per_layer(s), mlp_params(s),
+                               router_params_per_layer(s), norm_params(s))
+    E, moe_L = s.n_experts, s.moe_layers
+    ff_mats = (E if s.is_moe else 1) * L
+    m = {}
+    if s.is_moe:
+        m.update({
+            "that is the active count: a mixture of experts holds every expert, so the total "
+            "counts all n_experts of each layer": c.active,
+            "the routers (d_model × n_experts per layer) are missing": total - moe_L * router,
+            "attention is counted once per expert: only the feed-forward layer is split into "
+            "experts, each block has one attention": total + (E - 1) * L * attn,
+            "only one expert per layer is counted: a layer holds n_experts": total - moe_L * (E - 1) * mlp,
+        })
+    if s.tied_embeddings:
+        m["the output head is tied to the token embedding: count it once"] = total + V * d
+    else:
+        m["the output head is not tied on this card: it is a second d_vocab × d_model "
+          "matrix"] = total - V * d
+    if s.n_kv_heads != s.n_heads:
+        m["K and V are sized with the query heads: with grouped-query attention their "
+          "projections are d_model × n_kv_heads·d_head"] = count_params(
+              s.with_(n_kv_heads=s.n_heads)).total
+    if s.d_model % s.n_heads == 0 and s.d_model // s.n_heads != s.d_head:
+        m["d_head is not d_model / n_heads on this card: use the shape's d_head"] = count_params(
+            s.with_(d_head=s.d_model // s.n_heads)).total
+    if s.mlp_matrices == 3:
+        m["a gated feed-forward layer (swiglu, geglu) has three matrices, not two"] = \
+            total - ff_mats * d * s.d_ff
+    if c.norms:
+        m["the norms are missing"] = total - c.norms
+        m["the final norm (after the last block) is missing"] = total - norm
+        if s.norms_per_block != 2:
+            m[f"this card has norms_per_block = {s.norms_per_block} norms in each block, not 2"] = \
+                total + (2 - s.norms_per_block) * L * norm
+    if s.positions == "learned":
+        m["the learned position table (n_ctx × d_model) is missing"] = total - s.n_ctx * d
+    no_bias = count_params(s.with_(qkv_bias=False, out_bias=False, mlp_bias=False)).total
+    if no_bias != total:
+        m["biases are missing: see qkv_bias, out_bias and mlp_bias"] = no_bias
+    return _merged(m)
+
+
+def active_mistakes(s: ModelShape) -> dict:
+    """``{diagnosis: wrong active count}`` for a mixture of experts."""
+    c = count_params(s)
+    if not s.is_moe:
+        return {}
+    E, k, L, moe_L = s.n_experts, s.n_experts_per_tok, s.n_layers, s.moe_layers
+    mlp, router, attn = mlp_params(s), router_params_per_layer(s), attention_params_per_layer(s)
+    return _merged({
+        "that counts every expert: a token passes through only n_experts_per_tok of them":
+            c.total,
+        "the routers are missing: every token is scored by its layer's router":
+            c.active - moe_L * router,
+        "active is not total × n_experts_per_tok / n_experts: attention, embeddings, norms "
+        "and routers are used by every token; only the experts are split": c.total * k / E,
+        "that counts one expert per layer: each token goes to n_experts_per_tok": c.active - moe_L * (k - 1) * mlp,
+        "attention is counted once per expert the token visits: each block has one attention":
+            c.active + (k - 1) * L * attn,
+    })
+
+
+def check_card_params(fn, cards: Sequence = (MIXTRAL,)) -> None:
+    """Check ``fn(s) -> (total, active)`` parameters of a card (no latent attention, shared
+    experts or dense first layers) against ``count_params(s).total`` and ``.active``."""
+    for card in cards:
+        s = as_shape(card)
+        _plain(s)
+        label = _label("card_params", s)
+        total, active = _pair(_own(fn, s), label, "total, active")
+        c = count_params(s)
+        check_value(total, c.total, what=f"{label}[0], the total", integer=True,
+                    mistakes=total_mistakes(s))
+        check_value(active, c.active, what=f"{label}[1], the active parameters", integer=True,
+                    mistakes=active_mistakes(s) or {
+                        "a dense model uses every parameter for every token: active = total":
+                            0})
+
+
+# --- requests that fit -----------------------------------------------------------------------
+
+def check_requests_that_fit(fn, cases: Sequence[Mapping] | None = None) -> None:
+    """Check ``fn(s, n_tokens, memory_bytes, bytes_per_number) -> int``: sequences of
+    n_tokens whose cache fits beside the weights, floor((memory − weight bytes) / cache bytes
+    per sequence), 0 when the weights alone do not fit; against ``memory.requests_that_fit``'s
+    formula.  Each case: ``card`` (plus optional ``n_kv_heads`` to set on it), ``n_tokens``,
+    ``memory_bytes``, ``bytes_per_number`` (default 2).  Cards with a sliding window are
+    refused (the window caps the cache; this exercise leaves it out).  By default: the module
+    text's 7B-class shape with 32 and with 8 kv heads, 8,192 tokens, 80 GiB, 16-bit."""
+    if cases is None:
+        cases = [dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
+                 for kv in (32, 8)]
+    for case in cases:
+        s = as_shape(case["card"])
+        if "n_kv_heads" in case:
+            s = s.with_(n_kv_heads=case["n_kv_heads"])
+        _plain(s)
+        if s.sliding_window is not None:
+            raise ValueError(f"{s.name}: sliding_window={s.sliding_window} is outside this check")
+        n, mem, b = case["n_tokens"], case["memory_bytes"], case.get("bytes_per_number", BYTES_16BIT)
+        dt = _dtype(b)
+        label = (f"requests_that_fit({s.name or f'a shape with {s.n_kv_heads} kv heads'}, "
+                 f"n_tokens={n}, memory_bytes={mem}, bytes_per_number={b})")
+        got = _own(fn, s, n, mem, b)
+        w, seq = weight_bytes(s, dt), kv_cache_bytes_per_sequence(s, n, dt)
+        expected = max(0, (mem - w) // seq)
+        mha_w = weight_bytes(s.with_(n_kv_heads=s.n_heads), dt)
+        mistakes = {
+            "the weights must fit too: the cache gets only the memory they leave": mem // seq,
+            "the weights are sized with K and V projections for every query head: with "
+            "n_kv_heads key/value heads those projections, and so the weights, shrink too":
+                max(0, (mem - mha_w) // seq),
+            "a request needs its whole cache: round down, not up": math.ceil((mem - w) / seq),
+            "a request needs its whole cache: round down, not to the nearest": round((mem - w) / seq),
+            "the cache is sized with keys only: each token keeps a key and a value":
+                max(0, (mem - w) // (seq // 2)),
+            "the cache is sized with the query heads": max(0, (mem - w) // (seq * s.group_size)),
+        }
+        if w > mem:
+            mistakes = {"the weights alone do not fit, so no request fits: return 0":
+                        (mem - w) // seq, **mistakes}
+        with _builds_on("card_params", "kv_bytes_per_token"):
+            check_value(got, expected, what=label, integer=True, mistakes=mistakes)
+
+
+# --- the four sizes (the recap) ----------------------------------------------------------------
+
+def weight_mistakes(s: ModelShape, b) -> dict:
+    """``{diagnosis: wrong weight bytes}``."""
+    c, wb = count_params(s), weight_bytes(s, _dtype(b))
+    m = {"the weights are sized by the active parameters: memory holds every expert, so use "
+         "the total": c.active * b,
+         "that is parameters: multiply by bytes_per_number": c.total,
+         "that is in GiB; the question asks for bytes": wb / GiB,
+         "that is in GB; the question asks for bytes": wb / GB}
+    if s.tied_embeddings:
+        m["the tied head is stored once"] = wb + s.d_vocab * s.d_model * b
+    return _merged(m)
+
+
+def check_four_sizes(fn, cards: Sequence = (MIXTRAL,),
+                     bytes_per_number: Sequence = (BYTES_16BIT,)) -> None:
+    """Check ``fn(s, bytes_per_number) -> {"total_params", "active_params",
+    "kv_cache_bytes_per_token", "weight_bytes"}`` against course_lib's counters."""
+    for card in cards:
+        s = as_shape(card)
+        _plain(s)
+        c = count_params(s)
+        for b in bytes_per_number:
+            label = _label("four_sizes", s, b)
+            got = _keyed(_own(fn, s, b), FOUR_SIZES_KEYS, label)
+            with _builds_on("card_params", "kv_bytes_per_token"):
+                check_value(got["total_params"], c.total, what=f"{label}['total_params']",
+                            integer=True, mistakes=total_mistakes(s))
+                check_value(got["active_params"], c.active, what=f"{label}['active_params']",
+                            integer=True, mistakes=active_mistakes(s))
+                check_value(got["kv_cache_bytes_per_token"], kv_cache_bytes_per_token(s, _dtype(b)),
+                            what=f"{label}['kv_cache_bytes_per_token']", rel=1e-12,
+                            mistakes=kv_mistakes(s, b))
+                wb = weight_bytes(s, _dtype(b))
+                check_value(got["weight_bytes"], wb, what=f"{label}['weight_bytes']", rel=1e-12,
+                            mistakes=weight_mistakes(s, b))
+
+
+# --- real-world examples -----------------------------------------------------------------------
+
+def _llama2_70b_cache(n_kv_heads: int) -> int:
+    s = load_card(LLAMA2_70B).with_(n_kv_heads=n_kv_heads)
+    return kv_cache_bytes_per_sequence(s, s.n_ctx, "fp16")
+
+
+@_builds_on("kv_bytes_per_token")
+def check_llama2_70b(saved_gib) -> None:
+    """GiB of 16-bit cache Llama 2 70B saves per sequence of its full 4,096-token context with
+    8 key/value heads instead of 64."""
+    gqa, mha = _llama2_70b_cache(8), _llama2_70b_cache(LLAMA2_70B_MHA_KV_HEADS)
+    saved = (mha - gqa) / GiB
+    check_value(saved_gib, saved, what="llama2_70b_saved_gib", rel=0.002, mistakes={
+        "that is in GB (10^9 bytes); the question asks for GiB (2^30)": (mha - gqa) / GB,
+        "only keys are counted: the cache holds keys and values": saved / 2,
+        "that is the whole cache with 64 heads, not what 8 heads save": mha / GiB,
+        "that is the cache with 8 heads, not what they save": gqa / GiB,
+        "that is one token's saving: a sequence holds 4,096 tokens": saved / 4096,
+        "that is the 32-bit figure; the question asks for 16-bit": 2 * saved,
+    })
+
+
+def check_mixtral(weights_gib) -> None:
+    """GiB to hold Mixtral 8x7B's weights in 16-bit."""
+    m = load_card(MIXTRAL)
+    c = count_params(m)
+    wb = weight_bytes(m, "bf16")
+    check_value(weights_gib, wb / GiB, what="mixtral_weights_gib", rel=0.002, mistakes={
+        "that is sized by the active parameters: memory must hold every expert": 2 * c.active / GiB,
+        "that is in GB (10^9 bytes); the question asks for GiB (2^30)": wb / GB,
+        "that is 32-bit (4 bytes a parameter); the question asks for 16-bit": 2 * wb / GiB,
+        "that is billions of parameters, not GiB of 16-bit weights": c.total / 1e9,
+    })
+
+
+# --- test yourself -----------------------------------------------------------------------------
+
+def check_tys1(cache_fraction, requests_32, requests_8) -> None:
+    """Test-yourself 1: the 8-head cache as a fraction of the 32-head one, and the requests of
+    8,192 tokens that fit on an 80 GiB accelerator in 16-bit with 32 and with 8 kv heads."""
+    check_value(cache_fraction, 8 / 32, what="tys1_cache_fraction", rel=0.002, mistakes={
+        "that is how many times bigger the 32-head cache is; give the 8-head cache as a "
+        "fraction of it": 4,
+        "the cache grows linearly with the key/value heads, not with their square": 1 / 16,
+        "give a fraction between 0 and 1, not a percentage": 25,
+    })
+    w, seq, fits = {}, {}, {}
+    for kv in (32, 8):
+        s = seven_b(kv)
+        w[kv], seq[kv] = weight_bytes(s, "bf16"), kv_cache_bytes_per_sequence(s, SERVE_TOKENS, "bf16")
+        fits[kv] = (SERVE_MEMORY - w[kv]) // seq[kv]
+    w32, seq8 = w[32], seq[8]
+    check_value(requests_32, fits[32], what="tys1_requests_32", integer=True, mistakes={
+        "the weights take memory too: subtract them first": SERVE_MEMORY // seq[32],
+        "round down: a request needs its whole cache": fits[32] + 1,
+        "80 GB is 80·10^9 bytes but the accelerator exposes 80 GiB (80·2^30)":
+            (80 * GB - w32) // seq[32],
+    })
+    check_value(requests_8, fits[8], what="tys1_requests_8", integer=True, mistakes={
+        "the 8-head model's K and V projections are smaller, so its weights shrink and leave "
+        "a little more room": (SERVE_MEMORY - w32) // seq8,
+        "four times the 32-head count leaves out the memory the smaller weights free":
+            4 * fits[32],
+        "the weights take memory too: subtract them first": SERVE_MEMORY // seq8,
+        "round down: a request needs its whole cache": fits[8] + 1,
+    })
+
+
+def check_tys2(total_sets, active_sets) -> None:
+    """Test-yourself 2: what total and active parameters each set ("memory" or "compute")."""
+    choices = ("memory", "compute")
+    check_choice(total_sets, "memory", what="tys2_total_sets", choices=choices, hints={
+        "compute": "a token passes through only its experts, but every expert must sit in "
+                   "memory"})
+    check_choice(active_sets, "compute", what="tys2_active_sets", choices=choices, hints={
+        "memory": "memory must hold all the experts; the active ones are what a token "
+                  "multiplies through"})

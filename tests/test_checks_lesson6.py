@@ -1,0 +1,557 @@
+"""Unit tests of course_lib.checks.lesson6: a right answer passes, each named mistake gets its
+message, answers that call course_lib's counters (or the MoE layer's own) fail, and no
+message shows the hidden value.
+
+The right answers here are written from the architectures (not from course_lib), so they also
+cross-check the counters the checks compare against; the module's figures (REFERENCE.md) are
+asserted as typed constants."""
+from __future__ import annotations
+
+import ast
+import math
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+import course_lib as cl
+from course_lib.checks import CheckFailed
+from course_lib.checks import lesson6 as L6
+from course_lib.moe import active_params_per_token
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson6" / "lesson6.ipynb"
+PLAIN_CARDS = [n for n in cl.card_names() if cl.load_card(n).mla is None]
+GQA_HIDDEN_LIKE = [dict(batch=1, n_heads=6, n_kv_heads=3, pos=7, d_head=4, seed=1),
+                   dict(batch=2, n_heads=4, n_kv_heads=1, pos=5, d_head=8, seed=2),
+                   dict(batch=1, n_heads=4, n_kv_heads=4, pos=3, d_head=8, seed=3),
+                   dict(batch=3, n_heads=8, n_kv_heads=2, pos=1, d_head=2, seed=5)]
+MOE_HIDDEN_LIKE = [dict(d_model=16, d_ff=24, n_experts=4, top_k=1, mlp="gelu", bias=True,
+                        batch=3, pos=4, seed=1),
+                   dict(d_model=24, d_ff=40, n_experts=6, top_k=3, mlp="geglu", bias=False,
+                        batch=1, pos=7, seed=2)]
+TOY_MOE = dict(d_model=64, n_layers=3, n_heads=4, n_kv_heads=2, d_ff=96, d_vocab=500, n_ctx=128,
+               n_experts=4, n_experts_per_tok=1)
+TOY_GATED = dict(d_model=48, n_layers=2, n_heads=4, n_kv_heads=1, d_head=20, d_ff=32, d_vocab=99,
+                 n_ctx=64, n_experts=6, n_experts_per_tok=3, mlp="geglu", norm="rmsnorm",
+                 positions="rotary", qkv_bias=True, out_bias=False, mlp_bias=False,
+                 tied_embeddings=False, norms_per_block=4)
+
+
+# --- right answers, from the architectures -------------------------------------------------------
+
+def gqa_right(q, k, v):
+    """Written out with explicit head indices (query head i reads kv head i // group)."""
+    group = q.shape[1] // k.shape[1]
+    idx = torch.arange(q.shape[1]) // group
+    k, v = k[:, idx], v[:, idx]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    n = q.shape[-2]
+    scores = scores.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), float("-inf"))
+    return scores.softmax(-1) @ v
+
+
+def kv_right(s, b):
+    return 2 * s.n_layers * s.n_kv_heads * s.d_head * b
+
+
+def moe_right(layer, x):
+    total = sum(p.numel() for p in layer.parameters())
+    with torch.no_grad():
+        chosen = layer.run(x).routing.experts
+    sizes = [sum(p.numel() for p in e.parameters()) for e in layer.experts]
+    active = torch.tensor([[layer.router.weight.numel() + sum(sizes[e] for e in tok)
+                            for tok in row.tolist()] for row in chosen])
+    return total, active
+
+
+NORM = {"layernorm": 2, "rmsnorm": 1, "nonparametric_layernorm": 0}
+
+
+def card_right(s):
+    d, L = s.d_model, s.n_layers
+    q, kv = s.n_heads * s.d_head, s.n_kv_heads * s.d_head
+    attn = 2 * d * q + 2 * d * kv + (q + 2 * kv if s.qkv_bias else 0) + (d if s.out_bias else 0)
+    mats = 3 if s.mlp in ("swiglu", "geglu") else 2
+    mlp = mats * d * s.d_ff + ((mats - 1) * s.d_ff + d if s.mlp_bias else 0)
+    norm = NORM[s.norm] * d
+    fixed = (s.d_vocab * d + (s.n_ctx * d if s.positions == "learned" else 0)
+             + (0 if s.tied_embeddings else s.d_vocab * d) + norm
+             + L * (attn + s.norms_per_block * norm + d * s.n_experts))
+    if s.n_experts:
+        return fixed + L * s.n_experts * mlp, fixed + L * s.n_experts_per_tok * mlp
+    return fixed + L * mlp, fixed + L * mlp
+
+
+def requests_right(s, n_tokens, memory_bytes, b):
+    free = memory_bytes - card_right(s)[0] * b
+    return max(0, free // (kv_right(s, b) * n_tokens))
+
+
+def four_right(s, b):
+    total, active = card_right(s)
+    return {"total_params": total, "active_params": active,
+            "kv_cache_bytes_per_token": kv_right(s, b), "weight_bytes": total * b}
+
+
+def fails(check, *args, **kwargs) -> str:
+    with pytest.raises(CheckFailed) as e:
+        check(*args, **kwargs)
+    return str(e.value)
+
+
+def shows_none_of(message: str, *values) -> None:
+    for v in values:
+        forms = {str(v), repr(v), f"{v:,}"} if isinstance(v, int) else {
+            repr(v), f"{v:.2f}", f"{v:.3f}", f"{v:.1f}", f"{v:.4f}"}
+        for form in forms:
+            assert not re.search(rf"(?<![\d.]){re.escape(form)}(?![\d])", message), (form, message)
+
+
+# --- the module's figures --------------------------------------------------------------------
+
+def test_the_module_figures():
+    mixtral = cl.load_card("Mixtral-8x7B-v0.1")
+    assert card_right(mixtral) == (46_702_792_704, 12_879_925_248)       # REFERENCE.md
+    assert [requests_right(L6.seven_b(kv), 8192, 80 * 2**30, 2) for kv in (32, 8)] == [16, 68]
+    assert kv_right(L6.seven_b(32), 2) * 8192 == 4 * 2**30               # 4.0 GiB
+    assert kv_right(L6.seven_b(8), 2) * 4 == kv_right(L6.seven_b(32), 2)  # a quarter
+    # the 8-head weights matter: with the 32-head weights only 67 fit
+    free = 80 * 2**30 - 2 * card_right(L6.seven_b(32))[0]
+    assert free // (kv_right(L6.seven_b(8), 2) * 8192) == 67
+    assert card_right(cl.load_card("Llama-2-70b-hf"))[0] == 68_976_648_192
+    saved = (kv_right(cl.load_card("Llama-2-70b-hf").with_(n_kv_heads=64), 2)
+             - kv_right(cl.load_card("Llama-2-70b-hf"), 2)) * 4096 / 2**30
+    assert saved == 8.75
+
+
+def test_right_counts_agree_with_course_lib_on_every_plain_card():
+    for name in PLAIN_CARDS:
+        s = cl.load_card(name)
+        c = cl.count_params(s)
+        assert card_right(s) == (c.total, c.active), name
+        assert kv_right(s, 2) == cl.kv_cache_bytes_per_token(s, "bf16"), name
+
+
+# --- right answers pass ------------------------------------------------------------------------
+
+def test_right_answers_pass(capsys):
+    L6.check_gqa(gqa_right)
+    L6.check_gqa(gqa_right, cases=GQA_HIDDEN_LIKE)
+    L6.check_kv_bytes_per_token(kv_right)
+    L6.check_kv_bytes_per_token(kv_right, cards=[*PLAIN_CARDS, TOY_GATED], bytes_per_number=(1, 2, 4))
+    L6.check_moe_sizes(moe_right)
+    L6.check_moe_sizes(moe_right, layers=MOE_HIDDEN_LIKE)
+    L6.check_card_params(card_right)
+    L6.check_card_params(card_right, cards=[*PLAIN_CARDS, TOY_MOE, TOY_GATED])
+    L6.check_requests_that_fit(requests_right)
+    L6.check_requests_that_fit(requests_right, cases=[
+        dict(card="Llama-2-70b-hf", n_tokens=4096, memory_bytes=80 * 2**30),
+        dict(card="Mixtral-8x7B-v0.1", n_tokens=32768, memory_bytes=141 * 10**9),
+        dict(card="gpt2", n_tokens=1024, memory_bytes=16 * 2**30, bytes_per_number=4),
+        dict(card="Llama-2-7b-hf", n_kv_heads=1, n_tokens=4096, memory_bytes=40 * 2**30)])
+    L6.check_four_sizes(four_right)
+    L6.check_four_sizes(four_right, cards=[*PLAIN_CARDS, TOY_MOE], bytes_per_number=(1, 2, 4))
+    L6.check_llama2_70b(8.75)
+    L6.check_llama2_70b(8.7532)
+    L6.check_mixtral(46_702_792_704 * 2 / 2**30)
+    L6.check_mixtral(87.0)
+    L6.check_tys1(0.25, 16, 68)
+    L6.check_tys2("memory", "compute")
+    L6.check_tys2(" Memory ", "COMPUTE")
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+
+
+def test_checks_leave_the_global_random_state_alone():
+    torch.manual_seed(123)
+    before = torch.random.get_rng_state()
+    L6.check_gqa(gqa_right)
+    L6.check_moe_sizes(moe_right)
+    assert torch.equal(torch.random.get_rng_state(), before)
+
+
+def test_numpy_and_torch_scalars_are_accepted():
+    np = pytest.importorskip("numpy")
+    L6.check_kv_bytes_per_token(lambda s, b: np.int64(kv_right(s, b)))
+    L6.check_card_params(lambda s: tuple(torch.tensor(x) for x in card_right(s)))
+    L6.check_moe_sizes(lambda layer, x: (np.int64(moe_right(layer, x)[0]),
+                                         moe_right(layer, x)[1].float()))
+
+
+# --- grouped-query attention -------------------------------------------------------------------
+
+def _gqa_repeat(q, k, v):
+    g = q.shape[1] // k.shape[1]
+    return cl.scaled_dot_product_attention(q, k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1), causal=True)
+
+
+def _gqa_with(**kw):
+    def fn(q, k, v):
+        g = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+        if kw.get("swap"):
+            k, v = v, k
+        scores = q @ k.transpose(-2, -1)
+        if not kw.get("no_scale"):
+            scores = scores / math.sqrt(q.shape[-1])
+        if not kw.get("no_mask"):
+            n = q.shape[-2]
+            scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+        return scores.softmax(-1) @ v
+    return fn
+
+
+def _gqa_head0(q, k, v):
+    return cl.scaled_dot_product_attention(q, k[:, :1].expand(-1, q.shape[1], -1, -1),
+                                           v[:, :1].expand(-1, q.shape[1], -1, -1), causal=True)
+
+
+GQA_MISTAKES = [
+    (_gqa_repeat, "repeat_interleave"),
+    (_gqa_with(no_mask=True), "causal mask"),
+    (_gqa_with(no_scale=True), "sqrt(d_head)"),
+    (_gqa_with(swap=True), "swapped"),
+    (_gqa_head0, "key/value head 0"),
+]
+
+
+@pytest.mark.parametrize("fn, phrase", GQA_MISTAKES, ids=[p for _, p in GQA_MISTAKES])
+def test_gqa_mistake_is_named(fn, phrase):
+    assert phrase in fails(L6.check_gqa, fn)
+
+
+def test_gqa_repeat_is_caught_only_where_groups_and_kv_heads_are_both_above_one():
+    # with one kv head, or one query head per kv head, repeat and repeat_interleave agree
+    L6.check_gqa(_gqa_repeat, cases=[GQA_HIDDEN_LIKE[1], GQA_HIDDEN_LIKE[2]])
+    assert "repeat_interleave" in fails(L6.check_gqa, _gqa_repeat, cases=[GQA_HIDDEN_LIKE[0]])
+
+
+def test_gqa_shape_and_type_errors():
+    msg = fails(L6.check_gqa, lambda q, k, v: gqa_right(q, k, v)[:, ::4])
+    assert "one output per key/value head" in msg
+    assert "return a tensor" in fails(L6.check_gqa, lambda q, k, v: gqa_right(q, k, v).tolist())
+    msg = fails(L6.check_gqa, lambda q, k, v: gqa_right(q, k, v) + 1e-2)
+    assert "differs from torch's grouped-query attention" in msg
+
+
+def test_gqa_reference_is_the_toy_layer():
+    """The check's reference (torch SDPA with enable_gqa) is what cl.MultiHeadAttention computes."""
+    torch.manual_seed(0)
+    layer = cl.MultiHeadAttention(32, 8, n_kv_heads=2)
+    x = torch.randn(2, 5, 32)
+    with torch.no_grad():
+        q = layer.q_proj(x).view(2, 5, 8, 4).transpose(1, 2)
+        k = layer.k_proj(x).view(2, 5, 2, 4).transpose(1, 2)
+        v = layer.v_proj(x).view(2, 5, 2, 4).transpose(1, 2)
+        z = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        rebuilt = layer.out_proj(z.transpose(1, 2).reshape(2, 5, 32))
+        assert torch.allclose(layer(x), rebuilt, atol=1e-6)
+
+
+# --- the cache per token ------------------------------------------------------------------------
+
+KV_MISTAKES = [
+    (lambda s, b: 2 * s.n_layers * s.n_heads * s.d_head * b, "Meta-Llama-3-8B", "query heads"),
+    (lambda s, b: s.n_layers * s.n_kv_heads * s.d_head * b, "Meta-Llama-3-8B", "only keys"),
+    (lambda s, b: 2 * s.n_kv_heads * s.d_head * b, "Meta-Llama-3-8B", "layers are missing"),
+    (lambda s, b: 2 * s.n_layers * s.n_kv_heads * s.d_head, "Meta-Llama-3-8B", "not bytes"),
+    (lambda s, b: 16 * s.n_layers * s.n_kv_heads * s.d_head * b, "Meta-Llama-3-8B", "bits"),
+    (lambda s, b: 2 * s.n_layers * s.d_model * b, "Meta-Llama-3-8B", "lesson 1's cache"),
+    (lambda s, b: 2 * s.n_layers * s.n_kv_heads * (s.d_model // s.n_heads) * b, "gemma-2-9b",
+     "d_head is not d_model / n_heads"),
+]
+
+
+@pytest.mark.parametrize("fn, card, phrase", KV_MISTAKES, ids=[p for *_, p in KV_MISTAKES])
+def test_kv_mistake_is_named(fn, card, phrase):
+    msg = fails(L6.check_kv_bytes_per_token, fn, cards=[card])
+    assert phrase in msg
+    shows_none_of(msg, kv_right(cl.load_card(card), 2))
+
+
+def test_head_dim_mistake_passes_the_visible_card_and_fails_gemma_2():
+    def wrong(s, b):
+        return 2 * s.n_layers * s.n_kv_heads * (s.d_model // s.n_heads) * b
+    L6.check_kv_bytes_per_token(wrong)   # Llama 3 8B: d_head = d_model / n_heads
+    assert "sets d_head itself" in fails(L6.check_kv_bytes_per_token, wrong, cards=["gemma-2-9b"])
+
+
+def test_kv_shortcut_fails():
+    msg = fails(L6.check_kv_bytes_per_token, lambda s, b: s.n_layers * s.kv_cache_width * b)
+    assert "kv_cache_width" in msg
+    msg = fails(L6.check_kv_bytes_per_token, lambda s, b: cl.kv_cache_bytes_per_token(s, "bf16"))
+    assert "course_lib's own counter" in msg
+
+
+def test_latent_attention_is_outside_the_checks():
+    with pytest.raises(ValueError, match="latent attention"):
+        L6.check_kv_bytes_per_token(kv_right, cards=["DeepSeek-V3"])
+
+
+# --- the toy mixture of experts -----------------------------------------------------------------
+
+def _moe(total=None, active=None):
+    def fn(layer, x):
+        t, a = moe_right(layer, x)
+        router = layer.router.weight.numel()
+        expert = sum(p.numel() for p in layer.experts[0].parameters())
+        args = dict(t=t, a=a, router=router, expert=expert, k=layer.top_k, E=layer.n_experts)
+        return (total(**args) if total else t), (active(**args) if active else a)
+    return fn
+
+
+MOE_MISTAKES = [
+    (_moe(total=lambda router, expert, k, **_: router + k * expert), "one token's share"),
+    (_moe(total=lambda t, router, **_: t - router), "router (d_model × n_experts) is missing"),
+    (_moe(total=lambda expert, **_: expert), "that is one expert"),
+    (_moe(total=lambda router, expert, E, **_: E * (router + expert)), "once per expert"),
+    (_moe(active=lambda a, router, **_: a - router), "the router is missing"),
+    (_moe(active=lambda a, t, **_: torch.full_like(a, t)), "counts every expert"),
+    (_moe(active=lambda a, k, expert, **_: a - (k - 1) * expert), "counts one expert"),
+    (_moe(active=lambda a, k, router, **_: a + (k - 1) * router), "router top_k times"),
+]
+
+
+@pytest.mark.parametrize("fn, phrase", MOE_MISTAKES, ids=[p for _, p in MOE_MISTAKES])
+def test_moe_mistake_is_named(fn, phrase):
+    msg = fails(L6.check_moe_sizes, fn)
+    assert phrase in msg
+    layer, x = L6.moe_layer(**L6.MOE_LAYERS[0])
+    shows_none_of(msg, *[int(v) for v in moe_right(layer, x)[1].flatten()[:1]],
+                  moe_right(layer, x)[0])
+
+
+def test_moe_active_shape_and_type():
+    msg = fails(L6.check_moe_sizes, lambda layer, x: (moe_right(layer, x)[0], moe_right(layer, x)[1][0]))
+    assert "one value per token" in msg
+    msg = fails(L6.check_moe_sizes, lambda layer, x: (moe_right(layer, x)[0],
+                                                     moe_right(layer, x)[1] + 0.5))
+    assert "whole numbers" in msg
+    assert "return 2 values" in fails(L6.check_moe_sizes, lambda layer, x: moe_right(layer, x)[0])
+
+
+def test_moe_layer_counters_are_refused():
+    def lazy(layer, x):
+        with torch.no_grad():
+            routing = layer.run(x).routing
+        return moe_right(layer, x)[0], active_params_per_token(layer, routing)
+    assert "active_params_per_token" in fails(L6.check_moe_sizes, lazy)
+
+
+# --- total and active parameters of a card ------------------------------------------------------
+
+def _card(total=None, active=None):
+    def fn(s):
+        t, a = card_right(s)
+        d, L = s.d_model, s.n_layers
+        q, kv = s.n_heads * s.d_head, s.n_kv_heads * s.d_head
+        args = dict(t=t, a=a, s=s, d=d, L=L, attn=2 * d * q + 2 * d * kv,
+                    mlp=3 * d * s.d_ff, router=d * s.n_experts)
+        return (total(**args) if total else t), (active(**args) if active else a)
+    return fn
+
+
+CARD_MISTAKES = [
+    (_card(total=lambda a, **_: a), "Mixtral-8x7B-v0.1", "that is the active count"),
+    (_card(total=lambda t, L, router, **_: t - L * router), "Mixtral-8x7B-v0.1", "routers"),
+    (_card(total=lambda t, L, attn, s, **_: t + (s.n_experts - 1) * L * attn),
+     "Mixtral-8x7B-v0.1", "attention is counted once per expert"),
+    (_card(total=lambda t, L, mlp, s, **_: t - (s.n_experts - 1) * L * mlp), "Mixtral-8x7B-v0.1",
+     "only one expert per layer"),
+    (_card(total=lambda t, s, d, **_: t - s.d_vocab * d), "Mixtral-8x7B-v0.1", "not tied"),
+    (_card(total=lambda t, s, d, **_: t + s.d_vocab * d), "gemma-2-9b", "count it once"),
+    (_card(total=lambda t, L, d, s, **_: t + 2 * L * d * (s.n_heads - s.n_kv_heads) * s.d_head),
+     "Llama-2-70b-hf", "K and V are sized with the query heads"),
+    (_card(total=lambda t, s, **_: card_right(s.with_(d_head=s.d_model // s.n_heads))[0]),
+     "gemma-2-9b", "use the shape's d_head"),
+    (_card(total=lambda t, L, d, s, **_: t - L * s.n_experts * d * s.d_ff), "Mixtral-8x7B-v0.1",
+     "three matrices"),
+    (_card(total=lambda t, d, **_: t - d), "Mixtral-8x7B-v0.1", "final norm"),
+    (_card(total=lambda t, L, d, **_: t - (2 * L + 1) * d), "Mixtral-8x7B-v0.1", "norms are missing"),
+    (_card(total=lambda t, L, d, **_: t - 2 * L * d), "gemma-2-9b", "norms_per_block = 4"),
+    (_card(total=lambda t, s, d, **_: t - s.n_ctx * d), "gpt2", "position table"),
+    (_card(total=lambda t, L, d, **_: t - L * 9 * d), "gpt2", "biases are missing"),
+    (_card(active=lambda t, **_: t), "Mixtral-8x7B-v0.1", "counts every expert"),
+    (_card(active=lambda a, L, router, **_: a - L * router), "Mixtral-8x7B-v0.1", "routers are missing"),
+    (_card(active=lambda t, s, **_: t * s.n_experts_per_tok / s.n_experts), "Mixtral-8x7B-v0.1",
+     "only the experts are split"),
+    (_card(active=lambda a, L, attn, **_: a + L * attn), "Mixtral-8x7B-v0.1",
+     "once per expert the token visits"),
+]
+
+
+@pytest.mark.parametrize("fn, card, phrase", CARD_MISTAKES, ids=[p for *_, p in CARD_MISTAKES])
+def test_card_mistake_is_named(fn, card, phrase):
+    msg = fails(L6.check_card_params, fn, cards=[card])
+    assert phrase in msg
+    shows_none_of(msg, *card_right(cl.load_card(card)))
+
+
+def test_tied_head_twice_passes_mixtral_and_fails_tied_cards():
+    def wrong(s):
+        t, a = card_right(s)
+        extra = s.d_vocab * s.d_model if s.tied_embeddings else 0
+        return t + extra, a + extra
+    L6.check_card_params(wrong)   # Mixtral's head is untied
+    assert "count it once" in fails(L6.check_card_params, wrong, cards=["gemma-2b"])
+
+
+def test_card_params_refuses_counters():
+    msg = fails(L6.check_card_params, lambda s: (cl.count_params(s).total, cl.count_params(s).active))
+    assert "course_lib's own counter" in msg
+
+
+def test_dense_active_is_total():
+    msg = fails(L6.check_card_params, lambda s: (card_right(s)[0], 0), cards=["gpt2"])
+    assert "active = total" in msg
+
+
+# --- requests -----------------------------------------------------------------------------------
+
+def _req(f):
+    def fn(s, n_tokens, memory_bytes, b):
+        w, seq = card_right(s)[0] * b, kv_right(s, b) * n_tokens
+        return f(s=s, w=w, seq=seq, mem=memory_bytes, b=b, n=n_tokens)
+    return fn
+
+
+REQUEST_MISTAKES = [
+    (_req(lambda mem, seq, **_: mem // seq), None, "the weights must fit too"),
+    (_req(lambda mem, seq, s, b, **_: (mem - card_right(s.with_(n_kv_heads=s.n_heads))[0] * b) // seq),
+     None, "shrink too"),
+    (_req(lambda mem, w, seq, **_: math.ceil((mem - w) / seq)), None, "round down, not up"),
+    (_req(lambda mem, w, seq, **_: (mem - w) // (seq // 2)), None, "keys only"),
+    (_req(lambda mem, w, seq, s, **_: (mem - w) // (seq * s.group_size)), None, "query heads"),
+    (_req(lambda mem, w, seq, **_: (mem - w) // seq),
+     [dict(card="Llama-2-70b-hf", n_tokens=4096, memory_bytes=80 * 2**30)], "return 0"),
+]
+
+
+@pytest.mark.parametrize("fn, cases, phrase", REQUEST_MISTAKES, ids=[p for *_, p in REQUEST_MISTAKES])
+def test_request_mistake_is_named(fn, cases, phrase):
+    msg = fails(L6.check_requests_that_fit, fn, cases=cases)
+    assert phrase in msg
+    shows_none_of(msg, 16, 68)
+
+
+def test_requests_refuse_sliding_windows():
+    with pytest.raises(ValueError, match="sliding_window"):
+        L6.check_requests_that_fit(requests_right, cases=[
+            dict(card="Mistral-7B-v0.1", n_tokens=8192, memory_bytes=80 * 2**30)])
+
+
+# --- four sizes ---------------------------------------------------------------------------------
+
+def _four(key, f):
+    def fn(s, b):
+        z = four_right(s, b)
+        z[key] = f(z, s=s, b=b)
+        return z
+    return fn
+
+
+FOUR_MISTAKES = [
+    (_four("weight_bytes", lambda z, b, **_: z["active_params"] * b), "Mixtral-8x7B-v0.1",
+     "sized by the active parameters"),
+    (_four("weight_bytes", lambda z, **_: z["total_params"]), "Mixtral-8x7B-v0.1",
+     "multiply by bytes_per_number"),
+    (_four("weight_bytes", lambda z, **_: z["weight_bytes"] / 2**30), "Mixtral-8x7B-v0.1", "in GiB"),
+    (_four("kv_cache_bytes_per_token", lambda z, **_: z["kv_cache_bytes_per_token"] // 2),
+     "Mixtral-8x7B-v0.1", "only keys"),
+    (_four("total_params", lambda z, **_: z["active_params"]), "Mixtral-8x7B-v0.1",
+     "that is the active count"),
+    (_four("weight_bytes", lambda z, s, b, **_: z["weight_bytes"] + s.d_vocab * s.d_model * b),
+     "gpt2", "stored once"),
+]
+
+
+@pytest.mark.parametrize("fn, card, phrase", FOUR_MISTAKES, ids=[p for *_, p in FOUR_MISTAKES])
+def test_four_sizes_mistake_is_named(fn, card, phrase):
+    msg = fails(L6.check_four_sizes, fn, cards=[card])
+    assert phrase in msg
+    shows_none_of(msg, *four_right(cl.load_card(card), 2).values())
+
+
+def test_four_sizes_wants_the_keys():
+    msg = fails(L6.check_four_sizes, lambda s, b: {"total_params": 1})
+    assert all(repr(k) in msg for k in L6.FOUR_SIZES_KEYS[1:])
+
+
+def test_a_wrong_earlier_answer_is_pointed_at():
+    def off(s, n_tokens, memory_bytes, b):   # an unnamed error in the weights
+        return max(0, (memory_bytes - card_right(s)[0] * b // 3) // (kv_right(s, b) * n_tokens))
+    msg = fails(L6.check_requests_that_fit, off)
+    assert "card_params or kv_bytes_per_token, make sure their tests pass" in msg
+
+
+# --- real-world examples and test yourself ------------------------------------------------------
+
+@pytest.mark.parametrize("answer, phrase", [
+    (9.395, "GB"), (4.375, "only keys"), (10.0, "whole cache with 64 heads"),
+    (1.25, "cache with 8 heads"), (17.5, "32-bit"), (0.002136, "one token's"),
+])
+def test_llama2_70b_mistakes(answer, phrase):
+    msg = fails(L6.check_llama2_70b, answer)
+    assert phrase in msg
+    shows_none_of(msg, 8.75)
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (23.99, "active parameters"), (93.41, "GB"), (173.98, "32-bit"), (46.7, "billions"),
+])
+def test_mixtral_mistakes(answer, phrase):
+    msg = fails(L6.check_mixtral, answer)
+    assert phrase in msg
+    shows_none_of(msg, 46_702_792_704 * 2 / 2**30)
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    ((4, 16, 68), "how many times bigger"), ((1 / 16, 16, 68), "not with their square"),
+    ((25, 16, 68), "not a percentage"), ((0.25, 20, 68), "weights take memory"),
+    ((0.25, 17, 68), "round down"), ((0.25, 15, 68), "80 GiB"),
+    ((0.25, 16, 67), "weights shrink"), ((0.25, 16, 64), "four times"),
+    ((0.25, 16, 80), "weights take memory"),
+])
+def test_tys1_mistakes(answer, phrase):
+    msg = fails(L6.check_tys1, *answer)
+    assert phrase in msg
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (("compute", "compute"), "every expert must sit in memory"),
+    (("memory", "memory"), "multiplies through"),
+    (("weights", "compute"), "answer with one of"),
+])
+def test_tys2_mistakes(answer, phrase):
+    assert phrase in fails(L6.check_tys2, *answer)
+
+
+# --- the notebook's graded cells ------------------------------------------------------------------
+
+CHECK_CALL = re.compile(r"^(lesson6\.check_\w+\(|assert\b)")
+
+
+def test_notebook_grading_cells_are_well_formed():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    answers, tests = set(), {}
+    for cell in nb.cells:
+        assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
+        meta = cell.metadata.get("nbgrader")
+        if not meta:
+            continue
+        gid = meta["grade_id"]
+        if meta["solution"]:
+            assert gid.startswith("q-") and "### BEGIN SOLUTION" in cell.source
+            answers.add(gid[2:])
+        elif meta["grade"]:
+            assert gid.startswith("t-") and meta["points"] > 0 and cell.id == gid
+            visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+            for part in (visible, cell.source):
+                last = ast.parse(part).body[-1]
+                assert CHECK_CALL.match(ast.get_source_segment(part, last)), gid
+            tests[gid[2:]] = meta["points"]
+    assert answers == set(tests), "each q- answer cell has its t- test cell"
+    assert set(tests) == {"gqa", "kv-bytes", "moe-sizes", "card-params", "requests",
+                          "four-sizes", "llama2-70b", "mixtral", "tys1", "tys2"}

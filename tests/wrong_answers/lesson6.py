@@ -1,0 +1,160 @@
+"""Plausible wrong answers to lesson 6, "Variants and the model card", and the test cells each
+must cost.  Later answers in the model answer build on earlier ones: ``requests_that_fit`` and
+``four_sizes`` on ``card_params`` and ``kv_bytes_per_token``; ``llama2_70b_saved_gib`` on
+``kv_bytes_per_token``; ``mixtral_weights_gib`` on ``card_params``; ``tys1`` on
+``kv_bytes_per_token`` and ``requests_that_fit``.  At most two entries per answer cell."""
+from . import Wrong
+
+_CARD = '''
+def card_params(s):
+    d, L = s.d_model, s.n_layers
+    q, kv = s.n_heads * s.d_head, s.n_kv_heads * s.d_head
+    attention = d * q + 2 * d * kv + q * d
+    if s.qkv_bias:
+        attention += q + 2 * kv
+    if s.out_bias:
+        attention += d
+    expert = s.mlp_matrices * d * s.d_ff
+    if s.mlp_bias:
+        expert += (s.mlp_matrices - 1) * s.d_ff + d
+    norm = {{"layernorm": 2, "rmsnorm": 1, "nonparametric_layernorm": 0}}[s.norm] * d
+    router = d * s.n_experts
+    held = max(s.n_experts, 1)
+    used = max(s.n_experts_per_tok, 1)
+    outside = s.d_vocab * d + norm
+    if s.positions == "learned":
+        outside += s.n_ctx * d
+    {head}
+    total = outside + L * ({total_block})
+    active = outside + L * ({active_block})
+    return total, active
+'''
+_BLOCK = "attention + router + s.norms_per_block * norm + {n} * expert"
+_PER_EXPERT = "router + s.norms_per_block * norm + {n} * (attention + expert)"
+
+
+def _card(head="if not s.tied_embeddings:\n        outside += s.d_vocab * d",
+          total_block=_BLOCK.format(n="held"), active_block=_BLOCK.format(n="used")):
+    return _CARD.format(head=head, total_block=total_block, active_block=active_block).strip()
+
+
+_REQUESTS = '''
+def requests_that_fit(s, n_tokens, memory_bytes, bytes_per_number):
+    weights = card_params(s)[0] * bytes_per_number
+    per_request = kv_bytes_per_token(s, bytes_per_number) * n_tokens
+    return {result}
+'''
+
+_FOUR = '''
+def four_sizes(s, bytes_per_number):
+    total, active = card_params(s)
+    return {{"total_params": total,
+            "active_params": active,
+            "kv_cache_bytes_per_token": {kv},
+            "weight_bytes": {weights}}}
+'''
+
+
+def _four(kv="kv_bytes_per_token(s, bytes_per_number)", weights="total * bytes_per_number"):
+    return _FOUR.format(kv=kv, weights=weights).strip()
+
+
+WRONG = [
+    # --- exercise 1: grouped-query attention -------------------------------------------------
+    Wrong("q-gqa", '''
+def grouped_query_attention(q, k, v):
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat(1, group, 1, 1)
+    v = v.repeat(1, group, 1, 1)
+    return cl.scaled_dot_product_attention(q, k, v, causal=True)
+'''.strip(), ["t-gqa"], "repeat instead of repeat_interleave: query heads paired with the wrong kv heads"),
+    Wrong("q-gqa", '''
+def grouped_query_attention(q, k, v):
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    return cl.scaled_dot_product_attention(q, k, v)
+'''.strip(), ["t-gqa"], "causal mask forgotten"),
+
+    # --- exercise 2: cache per token -----------------------------------------------------------
+    Wrong("q-kv-bytes", '''
+def kv_bytes_per_token(s, bytes_per_number):
+    return 2 * s.n_layers * s.n_heads * s.d_head * bytes_per_number
+'''.strip(), ["t-kv-bytes", "t-requests", "t-four-sizes", "t-llama2-70b", "t-tys1"],
+          "cache sized with the query heads (grouped-query attention ignored)"),
+    Wrong("q-kv-bytes", '''
+def kv_bytes_per_token(s, bytes_per_number):
+    d_head = s.d_model // s.n_heads
+    return 2 * s.n_layers * s.n_kv_heads * d_head * bytes_per_number
+'''.strip(), ["t-kv-bytes", "t-four-sizes"],
+          "d_head taken as d_model / n_heads (passes Llama 3 8B, fails Gemma 2 9B's 256-wide heads)"),
+
+    # --- exercise 3: the toy mixture of experts ------------------------------------------------
+    Wrong("q-moe-sizes", '''
+def moe_sizes(layer, x):
+    total = sum(p.numel() for p in layer.parameters())
+    expert = torch.tensor([sum(p.numel() for p in e.parameters()) for e in layer.experts])
+    with torch.no_grad():
+        chosen = layer.run(x).routing.experts
+    return total, expert[chosen].sum(dim=-1)
+'''.strip(), ["t-moe-sizes"], "router left out of the active parameters"),
+    Wrong("q-moe-sizes", '''
+def moe_sizes(layer, x):
+    router = sum(p.numel() for p in layer.router.parameters())
+    expert = torch.tensor([sum(p.numel() for p in e.parameters()) for e in layer.experts])
+    with torch.no_grad():
+        chosen = layer.run(x).routing.experts
+    active = router + expert[chosen].sum(dim=-1)
+    return int(active[0, 0]), active
+'''.strip(), ["t-moe-sizes"], "layer sized by its active parameters"),
+
+    # --- exercise 4: total and active of a card ------------------------------------------------
+    Wrong("q-card-params", _card(total_block=_PER_EXPERT.format(n="held"),
+                                 active_block=_PER_EXPERT.format(n="used")),
+          ["t-card-params", "t-requests", "t-four-sizes", "t-mixtral"],
+          "attention counted once per expert"),
+    Wrong("q-card-params", _card(head="outside += s.d_vocab * d"),
+          ["t-card-params", "t-requests", "t-four-sizes"],
+          "tied head counted twice (passes Mixtral, whose head is untied; fails tied cards)"),
+
+    # --- exercise 5: requests that fit ---------------------------------------------------------
+    Wrong("q-requests", _REQUESTS.format(result="memory_bytes // per_request").strip(),
+          ["t-requests", "t-tys1"], "weights forgotten: the whole memory given to the cache"),
+    Wrong("q-requests", _REQUESTS.format(result="(memory_bytes - weights) // per_request").strip(),
+          ["t-requests"],
+          "negative when the weights alone do not fit (passes the visible 7B cases)"),
+
+    # --- exercise 6: four sizes (the recap) ----------------------------------------------------
+    Wrong("q-four-sizes", _four(weights="active * bytes_per_number"), ["t-four-sizes"],
+          "weights sized by the active parameters"),
+    Wrong("q-four-sizes", _four(kv="s.n_layers * s.n_kv_heads * s.d_head * bytes_per_number"),
+          ["t-four-sizes"], "K counted but not V"),
+
+    # --- real-world examples ---------------------------------------------------------------------
+    Wrong("q-llama2-70b", '''
+llama70 = cl.load_card("Llama-2-70b-hf")
+per_token_saved = (kv_bytes_per_token(llama70.with_(n_kv_heads=64), 2)
+                   - kv_bytes_per_token(llama70, 2))
+llama2_70b_saved_gib = per_token_saved * llama70.n_ctx / 1e9
+'''.strip(), ["t-llama2-70b"], "GB (10^9) for GiB (2^30)"),
+    Wrong("q-llama2-70b", '''
+llama70 = cl.load_card("Llama-2-70b-hf")
+llama2_70b_saved_gib = kv_bytes_per_token(llama70.with_(n_kv_heads=64), 2) * llama70.n_ctx / 2**30
+'''.strip(), ["t-llama2-70b"], "the 64-head cache given, not what 8 heads save"),
+    Wrong("q-mixtral",
+          'mixtral_weights_gib = card_params(cl.load_card("Mixtral-8x7B-v0.1"))[1] * 2 / 2**30',
+          ["t-mixtral"], "MoE weights sized by the active parameters"),
+    Wrong("q-mixtral",
+          'mixtral_weights_gib = card_params(cl.load_card("Mixtral-8x7B-v0.1"))[0] * 2 / 1e9',
+          ["t-mixtral"], "GB (10^9) for GiB (2^30)"),
+
+    # --- test yourself ---------------------------------------------------------------------------
+    Wrong("q-tys1", "tys1_cache_fraction = 0.25\ntys1_requests_32 = 16\ntys1_requests_8 = 67",
+          ["t-tys1"], "8-head weights taken as large as the 32-head ones"),
+    Wrong("q-tys1", "tys1_cache_fraction = 4\ntys1_requests_32 = 16\ntys1_requests_8 = 68",
+          ["t-tys1"], "ratio 32-head ÷ 8-head cache given as the fraction"),
+    Wrong("q-tys2", 'tys2_total_sets = "compute"\ntys2_active_sets = "memory"', ["t-tys2"],
+          "the two sizes swapped"),
+    Wrong("q-tys2", 'tys2_total_sets = "memory"\ntys2_active_sets = "memory"', ["t-tys2"],
+          "active parameters taken to set memory too"),
+]
