@@ -1,0 +1,524 @@
+"""Unit tests of course_lib.checks.lesson4: right answers pass, each named mistake gets its
+message, answers that call course_lib's (or torch's fused) version are refused, and no message
+shows a hidden value.
+
+The right answers here are written independently of the notebook's model answer: rotary
+positions as complex multiplication (each pair a + ib times e^(i·m·θ)), tiled attention over
+key tiles only, and the counts from the formulas of the module text."""
+from __future__ import annotations
+
+import ast
+import math
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+import torch.nn.functional as F
+
+import course_lib
+from course_lib.checks import CheckFailed
+from course_lib.checks import lesson4 as L4
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson4" / "lesson4.ipynb"
+
+
+# --- right answers, written independently -------------------------------------------------------
+
+def commutes_right(block, x, perm):
+    with torch.no_grad():
+        return bool(((block(x[:, perm]) - block(x)[:, perm]).abs() <= 1e-5).all())
+
+
+def rotary_right(x, positions, base=10000.0):
+    """Each pair (x[i], x[i + d/2]) as the complex number a + ib, times e^(i·m·θ_i)."""
+    d = x.shape[-1]
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)          # (d/2,)
+    turn = torch.polar(torch.ones(len(positions), d // 2, dtype=torch.float64),
+                       positions.double()[:, None] * theta)                     # (pos, d/2)
+    z = torch.complex(x[..., : d // 2].double(), x[..., d // 2:].double()) * turn
+    return torch.cat([z.real, z.imag], dim=-1).to(x.dtype)
+
+
+def rotary_score_right(q, k, m, n):
+    qm = rotary_right(q[None], torch.tensor([m]))[0]
+    kn = rotary_right(k[None], torch.tensor([n]))[0]
+    return float(qm.double() @ kn.double()) / math.sqrt(q.numel())
+
+
+def block_macs_right(n_tokens, d_model):
+    return {"attention_scores": 2 * n_tokens**2 * d_model, "weights": 12 * n_tokens * d_model**2}
+
+
+def crossover_right(d_model):
+    return 6 * d_model
+
+
+def score_bytes_right(n_tokens, n_heads, bytes_per_number):
+    return n_tokens**2 * n_heads * bytes_per_number
+
+
+def update_right(m, l, acc, s, v):
+    m_new = torch.maximum(m, s.max(dim=-1).values)
+    p = torch.exp(s - m_new.unsqueeze(-1))
+    r = torch.exp(m - m_new)
+    return m_new, r * l + p.sum(-1), r.unsqueeze(-1) * acc + torch.einsum("...qk,...kd->...qd", p, v)
+
+
+def tiled_right(q, k, v, causal=False, block=32):
+    """Keys in tiles, all queries at once (the queries tiled too for the memory test)."""
+    n, d = q.shape[-2], q.shape[-1]
+    outs = []
+    for q0 in range(0, n, block):
+        qt = q[..., q0:q0 + block, :]
+        bq = qt.shape[-2]
+        m = torch.full(qt.shape[:-1], -math.inf)
+        l = torch.zeros(qt.shape[:-1])
+        acc = torch.zeros(qt.shape)
+        for k0 in range(0, n, block):
+            s = qt @ k[..., k0:k0 + block, :].transpose(-1, -2) * d**-0.5
+            if causal:
+                qi = torch.arange(q0, q0 + bq)[:, None]
+                kj = torch.arange(k0, k0 + s.shape[-1])[None, :]
+                s = torch.where(kj <= qi, s, torch.tensor(-math.inf))
+            if causal and k0 > q0 + bq - 1:
+                break
+            m, l, acc = update_right(m, l, acc, s, v[..., k0:k0 + block, :])
+        outs.append(acc / l.unsqueeze(-1))
+    return torch.cat(outs, dim=-2)
+
+
+def longest_right(d_model, n_layers, n_heads, n_tokens):
+    att, w = 2 * n_tokens**2 * d_model, 12 * n_tokens * d_model**2
+    return {"block_flops": 2 * n_layers * (att + w), "attention_share": att / (att + w),
+            "score_bytes_per_layer": 2 * n_tokens**2 * n_heads}
+
+
+def fails(check, *args, **kwargs) -> str:
+    with pytest.raises(CheckFailed) as e:
+        check(*args, **kwargs)
+    return str(e.value)
+
+
+def shows_none_of(message: str, *values) -> None:
+    """The message shows none of the hidden values, in any usual format."""
+    for v in values:
+        forms = {str(v), f"{v:,}"} if isinstance(v, int) else {
+            repr(v), f"{v:.2f}", f"{v:.3f}", f"{v:g}"} | ({f"{v:,.0f}"} if abs(v) >= 1000 else set())
+        for form in forms:
+            assert not re.search(rf"(?<![\d.]){re.escape(form)}(?![\d])", message), (form, message)
+
+
+PERM_HIDDEN = [dict(d_model=48, n_heads=3, batch=3, pos=11, causal=False, positions="none", seed=5),
+               dict(d_model=16, n_heads=2, batch=1, pos=6, causal=False, positions="rotary", seed=6),
+               dict(d_model=64, n_heads=8, batch=2, pos=9, causal=True, positions="none", seed=7)]
+ROTARY_HIDDEN = [dict(shape=(1, 4, 17, 32), start=100, base=500000.0, seed=3),
+                 dict(shape=(5, 2), start=7, base=10000.0, seed=4),
+                 dict(shape=(2, 9, 128), start=4000, base=10000.0, seed=5)]
+UPDATE_HIDDEN = [dict(batch=(2, 3), block_q=7, block_k=3, d_v=5, first=False, scale=60.0, seed=2),
+                 dict(batch=(), block_q=1, block_k=9, d_v=2, first=True, scale=80.0, seed=3)]
+TILED_HIDDEN = [dict(shape=(2, 3, 70, 16), causal=True, block=16, seed=2),
+                dict(shape=(1, 1, 50, 8), causal=True, block=7, seed=4),
+                dict(shape=(3, 19, 4), causal=False, block=5, seed=5)]
+
+
+# --- right answers pass --------------------------------------------------------------------------
+
+def test_right_answers_pass_on_visible_and_hidden_like_inputs(capsys):
+    L4.check_commutes(commutes_right)
+    L4.check_commutes(commutes_right, PERM_HIDDEN)
+    L4.check_rotary(rotary_right)
+    L4.check_rotary(rotary_right, ROTARY_HIDDEN)
+    L4.check_rotary_score(rotary_score_right)
+    L4.check_rotary_score(rotary_score_right, [dict(d_head=64, m=0, n=40, seed=1),
+                                               dict(d_head=128, m=9, n=9, seed=3)])
+    L4.check_block_macs(block_macs_right)
+    L4.check_block_macs(block_macs_right, [dict(n_tokens=7, d_model=64),
+                                           dict(n_tokens=1, d_model=5120)])
+    L4.check_crossover(crossover_right, d_models=[64, 768, 4096, 8192])
+    L4.check_score_bytes(score_bytes_right)
+    L4.check_score_bytes(score_bytes_right, [dict(n_tokens=3, n_heads=1, bytes_per_number=1)])
+    L4.check_score_tib(1.0)
+    L4.check_softmax_update(update_right)
+    L4.check_softmax_update(update_right, UPDATE_HIDDEN)
+    L4.check_tiled_attention(tiled_right)
+    L4.check_tiled_attention(tiled_right, TILED_HIDDEN)
+    L4.check_flash(32, 2**20)
+    L4.check_tys_crossover(24_576)
+    L4.check_tys_vendor({"a", "b", "c", "d"})
+    L4.check_tys_vendor("d, c, B, a")
+    L4.check_tys_vendor(["A", "b", "c", "d"])
+    L4.check_longest_input(longest_right)
+    L4.check_longest_input(longest_right, [dict(d_model=4096, n_layers=32, n_heads=32,
+                                                n_tokens=131072)])
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""  # a check writes nothing (stderr costs the cell)
+
+
+def test_the_module_figures():
+    assert L4.crossover_expected(4096) == 24_576                       # n = 6d
+    assert L4.score_bytes_expected(131_072, 32, 2) == 2**40            # 1 TiB per layer
+    assert L4.LONG_CONTEXT**2 / L4.FLASH_TILE**2 == 2**20
+
+
+def test_the_checks_leave_the_global_random_state_alone():
+    state = torch.get_rng_state()
+    L4.check_commutes(commutes_right)
+    L4.check_tiled_attention(tiled_right)
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_rotary_reference_is_offset_only_and_independent():
+    """The two references (course_lib's and the complex one above) agree, and scores depend on
+    the offset only."""
+    x = torch.randn(3, 10, 16, dtype=torch.float64)
+    pos = torch.arange(5, 15)
+    assert torch.allclose(L4.reference_rotary(x, pos), rotary_right(x, pos), atol=1e-12)
+    q, k = torch.randn(2, 16, dtype=torch.float64)
+    assert math.isclose(L4.reference_rotary_score(q, k, 9, 4), L4.reference_rotary_score(q, k, 105, 100),
+                        rel_tol=1e-9)
+
+
+# --- 1. permutations -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn, phrase", [
+    (lambda b, x, p: torch.allclose(b(x[:, p]), b(x)[:, torch.argsort(p)], atol=1e-5), "not its inverse"),
+    (lambda b, x, p: torch.equal(b(x[:, p]), b(x)[:, p]), "tolerance"),
+    (lambda b, x, p: torch.allclose(b(x[:, p]), b(x), atol=1e-5), "same perm on both sides"),
+    (lambda b, x, p: torch.allclose(b(x[:, p]), b(x)[:, p], atol=10.0), "causal mask"),
+    (lambda b, x, p: True, "causal mask"),
+], ids=["inverse", "exact", "output-not-permuted", "loose", "always-true"])
+def test_permutation_mistakes_are_named(fn, phrase):
+    assert phrase in fails(L4.check_commutes, fn)
+
+
+def test_rotary_block_must_not_commute():
+    msg = fails(L4.check_commutes, lambda b, x, p: True, [PERM_HIDDEN[1]])
+    assert "rotary positions" in msg
+
+
+def test_permutation_answer_must_be_a_bool():
+    assert "return True or False" in fails(L4.check_commutes, lambda b, x, p: 1.0)
+    L4.check_commutes(lambda b, x, p: torch.tensor(commutes_right(b, x, p)))  # a bool tensor is fine
+
+
+def test_visible_permutation_is_not_its_own_inverse():
+    for case in L4.PERMUTATION_CASES:
+        _, _, perm = L4.permutation_case(case)
+        assert not torch.equal(perm[perm], torch.arange(len(perm)))
+
+
+# --- 2. rotary -----------------------------------------------------------------------------------
+
+def _rot(**mistake):
+    return lambda x, positions, base=10000.0: L4._rotate(x, positions, base, **mistake).to(x.dtype)
+
+
+@pytest.mark.parametrize("fn, phrase, cases", [
+    (_rot(sign=-1.0), "wrong way", None),
+    (_rot(interleaved=True), "neighbouring features", None),
+    (_rot(repeat_interleave=True), "(θ0, θ0, θ1, θ1", None),
+    (_rot(half_exponent=True), "base^(-i/d_head)", None),
+    (lambda x, positions, base=10000.0: x.clone(), "nothing was rotated", None),
+    (lambda x, positions, base=10000.0: rotary_right(x, torch.arange(x.shape[-2]), base),
+     "positions argument is ignored", ROTARY_HIDDEN[:1]),
+    (lambda x, positions, base=10000.0: rotary_right(x, positions), "base argument is ignored",
+     ROTARY_HIDDEN[:1]),
+    (lambda x, positions, base=10000.0: rotary_right(x, positions + 1, base), "wrong angles", None),
+    (lambda x, positions, base=10000.0: 2 * rotary_right(x, positions, base), "length", None),
+], ids=["sign", "interleaved", "repeat-interleave", "exponent", "unrotated", "positions",
+        "base", "off-by-one-position", "scaled"])
+def test_rotary_mistakes_are_named(fn, phrase, cases):
+    msg = fails(L4.check_rotary, fn, *([cases] if cases else []))
+    assert phrase in msg
+
+
+def test_rotary_must_be_built_by_hand():
+    def lazy(x, positions, base=10000.0):
+        return course_lib.positions.apply_rotary(
+            x, *course_lib.positions.rotary_cos_sin(positions, x.shape[-1], base))
+    assert "course_lib's own positions" in fails(L4.check_rotary, lazy)
+
+
+def test_rotary_shape_and_dtype():
+    assert "shape" in fails(L4.check_rotary, lambda x, p, base=1e4: rotary_right(x, p, base)[..., :2])
+    assert "dtype" in fails(L4.check_rotary, lambda x, p, base=1e4: rotary_right(x.double(), p, base))
+    assert "expected a tensor" in fails(L4.check_rotary, lambda x, p, base=1e4: x.tolist())
+
+
+@pytest.mark.parametrize("fn, phrase", [
+    (lambda q, k, m, n: rotary_score_right(q, k, m, n) * math.sqrt(q.numel()), "scale is missing"),
+    (lambda q, k, m, n: rotary_score_right(q, k, m, n) / math.sqrt(q.numel()), "divides by d_head"),
+    (lambda q, k, m, n: rotary_score_right(q, k, m, 0), "only the query"),
+    (lambda q, k, m, n: rotary_score_right(q, k, n, m), "swapped"),
+    (lambda q, k, m, n: rotary_score_right(q, k, m, m), "same position"),
+    (lambda q, k, m, n: rotary_score_right(q, k, m, n) if (m, n) == (5, 2) else 0.0,
+     "moving both positions"),
+    (lambda q, k, m, n: 0.123, "make sure its test passes"),
+])
+def test_rotary_score_mistakes_are_named(fn, phrase):
+    msg = fails(L4.check_rotary_score, fn)
+    assert phrase in msg
+    q, k = L4.rotary_score_case(L4.ROTARY_SCORE_CASES[0])
+    shows_none_of(msg, L4.reference_rotary_score(q, k, 5, 2))
+
+
+# --- 3. counts -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("scores, weights, phrase", [
+    ("4*n*n*d", "12*n*d*d", "that is FLOPs"),
+    ("n*n*d", "12*n*d*d", "only q·kᵀ"),
+    ("n*(n+1)*d", "12*n*d*d", "causal half"),
+    ("2*n*d", "12*n*d*d", "one token's scores"),
+    ("2*n*n*d", "24*n*d*d", "that is FLOPs"),
+    ("2*n*n*d", "4*n*d*d", "four projections only"),
+    ("2*n*n*d", "8*n*d*d", "feed-forward layer only"),
+    ("2*n*n*d", "12*d*d", "one token"),
+    ("2*n*n*d", "6*n*d*d", "4·d_model wide"),
+])
+def test_block_macs_mistakes_are_named(scores, weights, phrase):
+    fn = eval(f"lambda n, d: {{'attention_scores': {scores}, 'weights': {weights}}}")
+    msg = fails(L4.check_block_macs, fn)
+    assert phrase in msg
+    shows_none_of(msg, *block_macs_right(1024, 768).values())
+
+
+def test_block_macs_wants_the_keys_and_own_work():
+    assert "'attention_scores' and 'weights'" in fails(L4.check_block_macs, lambda n, d: (1, 2))
+
+    def lazy(n, d):
+        m = course_lib.forward_macs(course_lib.gpt2_shape(d_model=d, n_layers=1, n_heads=1), n,
+                                    causal=False)
+        return {"attention_scores": m.attention_scores, "weights": m.weights}
+    assert "course_lib's own counter" in fails(L4.check_block_macs, lazy)
+
+
+@pytest.mark.parametrize("factor, phrase", [(12, "twice the rest"), (2, "four attention projections"),
+                                            (4, "feed-forward layer only"), (1, "d_model itself")])
+def test_crossover_mistakes_are_named(factor, phrase):
+    msg = fails(L4.check_crossover, lambda d: factor * d)
+    assert phrase in msg
+    shows_none_of(msg, 6 * 768)
+    assert phrase in fails(L4.check_tys_crossover, factor * 4096)
+    shows_none_of(fails(L4.check_tys_crossover, factor * 4096), 24_576)
+
+
+def test_crossover_hard_coded_fails_other_widths():
+    L4.check_crossover(lambda d: 4608)
+    assert "d_model=4096" in fails(L4.check_crossover, lambda d: 4608, d_models=[4096])
+
+
+@pytest.mark.parametrize("fn, phrase", [
+    (lambda n, h, b: n * n * h * 16, "bits"),
+    (lambda n, h, b: n * n * b, "one head's"),
+    (lambda n, h, b: n * (n + 1) // 2 * h * b, "causal half"),
+    (lambda n, h, b: n * n * h, "bytes per number are missing"),
+])
+def test_score_bytes_mistakes_are_named(fn, phrase):
+    msg = fails(L4.check_score_bytes, fn)
+    assert phrase in msg
+    shows_none_of(msg, score_bytes_right(1024, 12, 2))
+
+
+@pytest.mark.parametrize("value, phrase", [
+    (2**40 / 1e12, "in TB"), (1024.0, "in GiB"), (2**40 / 1e9, "in GB"), (8.0, "bits"),
+    (1 / 32, "one head's"), (0.5, "causal half"), (2**40, "convert to TiB"),
+])
+def test_score_tib_mistakes_are_named(value, phrase):
+    assert phrase in fails(L4.check_score_tib, value)
+
+
+# --- 5. tiled attention --------------------------------------------------------------------------
+
+def _update(kind):
+    def fn(m, l, acc, s, v):
+        m_new = torch.maximum(m, s.amax(-1))
+        r, p = torch.exp(m - m_new), torch.exp(s - m_new[..., None])
+        if kind == "acc-not-rescaled":
+            return m_new, l * r + p.sum(-1), acc + p @ v
+        if kind == "l-not-rescaled":
+            return m_new, l + p.sum(-1), acc * r[..., None] + p @ v
+        if kind == "inverted":
+            inv = torch.exp(m_new - m)
+            return m_new, l * inv + p.sum(-1), acc * inv[..., None] + p @ v
+        if kind == "normalised":
+            l_new = l * r + p.sum(-1)
+            return m_new, l_new, (acc * r[..., None] + p @ v) / l_new[..., None]
+        if kind == "m-tile-only":
+            return s.amax(-1), l * r + p.sum(-1), acc * r[..., None] + p @ v
+        if kind == "no-max":
+            return m_new, l + torch.exp(s).sum(-1), acc + torch.exp(s) @ v
+        raise AssertionError(kind)
+    return fn
+
+
+@pytest.mark.parametrize("kind, phrase, cases", [
+    ("acc-not-rescaled", "old acc is not rescaled", None),
+    ("l-not-rescaled", "old l is not rescaled", None),
+    ("inverted", "inverted", L4.UPDATE_CASES[1:]),
+    ("inverted", "inf × 0 is NaN", L4.UPDATE_CASES[:1]),
+    ("normalised", "acc / l", None),
+    ("m-tile-only", "largest score seen so far", None),
+    ("no-max", "overflows", UPDATE_HIDDEN[:1]),
+])
+def test_softmax_update_mistakes_are_named(kind, phrase, cases):
+    assert phrase in fails(L4.check_softmax_update, _update(kind), *([cases] if cases else []))
+
+
+def test_softmax_update_wants_three_tensors():
+    assert "three tensors" in fails(L4.check_softmax_update, lambda m, l, acc, s, v: (m, l))
+
+
+def test_softmax_update_must_be_built_by_hand():
+    def lazy(m, l, acc, s, v):
+        return tuple(course_lib.tiled_attention.online_softmax_update(
+            course_lib.tiled_attention.SoftmaxState(m, l, acc), s, v))
+    assert "course_lib's own tiled_attention" in fails(L4.check_softmax_update, lazy)
+
+
+def _tiled(q_scale=1.0, diagonal=0, causal_override=None):
+    """tiled_right with a mistake: q scaled (the scale forgotten is q · sqrt(d)), or a mask
+    shifted by ``diagonal`` (key j visible to query i when j <= i + diagonal)."""
+    def fn(q, k, v, causal=False, block=32):
+        causal_ = causal if causal_override is None else causal_override
+        n, d = q.shape[-2], q.shape[-1]
+        outs = []
+        for q0 in range(0, n, block):
+            qt = q[..., q0:q0 + block, :] * q_scale
+            m = torch.full(qt.shape[:-1], -math.inf)
+            l, acc = torch.zeros(qt.shape[:-1]), torch.zeros(qt.shape)
+            for k0 in range(0, n, block):
+                s = qt @ k[..., k0:k0 + block, :].transpose(-1, -2) / math.sqrt(d)
+                if causal_:
+                    qi = torch.arange(q0, q0 + qt.shape[-2])[:, None]
+                    kj = torch.arange(k0, k0 + s.shape[-1])[None, :]
+                    s = s.masked_fill(kj > qi + diagonal, -math.inf)
+                m, l, acc = update_right(m, l, acc, s, v[..., k0:k0 + block, :])
+            outs.append(acc / l[..., None])
+        return torch.cat(outs, -2)
+    return fn
+
+
+@pytest.mark.parametrize("fn, phrase", [
+    (_tiled(q_scale=math.sqrt(8)), "scale is missing"),
+    (_tiled(q_scale=1 / math.sqrt(8)), "1/d_head"),
+    (_tiled(diagonal=-1), "NaN"),
+    (_tiled(diagonal=1), "sees the next key"),
+    (_tiled(causal_override=False), "causal mask is missing"),
+    (_tiled(causal_override=True), "causal=False here"),
+    (lambda q, k, v, causal=False, block=32: torch.softmax(
+        (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).masked_fill(
+            torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) if causal else
+            torch.zeros(q.shape[-2], q.shape[-2], dtype=torch.bool), -math.inf), -1) @ v,
+     "half the whole"),
+    (lambda q, k, v, causal=False, block=32: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+     "torch's scaled_dot_product_attention"),
+    (lambda q, k, v, causal=False, block=32: course_lib.tiled_attention.tiled_attention(
+        q, k, v, causal=causal), "course_lib's own tiled_attention"),
+    (lambda q, k, v, causal=False, block=32: course_lib.scaled_dot_product_attention(
+        q, k, v, causal=causal), "course_lib's own attention"),
+], ids=["no-scale", "scale-d", "diagonal-hidden", "leak", "mask-missing", "mask-unasked",
+        "full-matrix", "torch-sdpa", "course_lib-tiled", "course_lib-naive"])
+def test_tiled_mistakes_are_named(fn, phrase):
+    assert phrase in fails(L4.check_tiled_attention, fn)
+
+
+def test_tiled_with_a_wrong_update_points_back():
+    def fn(q, k, v, causal=False, block=32):
+        return tiled_right(q, k, v, causal, block) * 1.01
+    assert "softmax_update" in fails(L4.check_tiled_attention, fn)
+
+
+@pytest.mark.parametrize("kib, shrink, phrase", [
+    (256, 2**20, "bits"), (32.768, 2**20, "in KB"), (32768, 2**20, "the bytes"),
+    (16, 2**20, "count of scores"), (64, 2**20, "float32"),
+    (32, 1024, "square it"), (32, 2**25, "all 32 heads"), (32, 2**19, "causal half"),
+])
+def test_flash_mistakes_are_named(kib, shrink, phrase):
+    assert phrase in fails(L4.check_flash, kib, shrink)
+
+
+# --- test yourself and recap -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer, phrase", [
+    ({"a", "b", "c", "d", "h"}, "always at the end"),
+    ({"a", "b", "c", "d", "f"}, "short prompt"),
+    ({"a", "b", "c"}, "tiled attention"),
+    ({"a", "b", "d"}, "native or extended"),
+    ({"a", "b", "c", "z"}, "not one of the letters"),
+    (4, "set of letters"),
+])
+def test_vendor_mistakes_are_named(answer, phrase):
+    assert phrase in fails(L4.check_tys_vendor, answer)
+
+
+def _recap(**changes):
+    def fn(d_model, n_layers, n_heads, n_tokens):
+        r = longest_right(d_model, n_layers, n_heads, n_tokens)
+        att, w = 2 * n_tokens**2 * d_model, 12 * n_tokens * d_model**2
+        args = dict(att=att, w=w, L=n_layers, h=n_heads, n=n_tokens, r=r)
+        return {**r, **{k: f(**args) for k, f in changes.items()}}
+    return fn
+
+
+@pytest.mark.parametrize("fn, phrase", [
+    (_recap(block_flops=lambda r, **_: r["block_flops"] / 2), "that is multiply-adds"),
+    (_recap(block_flops=lambda att, w, **_: 2 * (att + w)), "one block"),
+    (_recap(block_flops=lambda w, L, **_: 2 * L * w), "scores are missing"),
+    (_recap(attention_share=lambda att, w, **_: att / w), "a ratio"),
+    (_recap(attention_share=lambda att, w, **_: 100 * att / (att + w)), "percentage"),
+    (_recap(attention_share=lambda att, w, **_: w / (att + w)), "the rest's share"),
+    (_recap(score_bytes_per_layer=lambda n, h, **_: 16 * n * n * h), "bits"),
+    (_recap(score_bytes_per_layer=lambda n, **_: 2 * n * n), "one head's"),
+    (_recap(score_bytes_per_layer=lambda n, h, L, **_: 2 * n * n * h * L), "all layers"),
+])
+def test_recap_mistakes_are_named(fn, phrase):
+    msg = fails(L4.check_longest_input, fn)
+    assert phrase in msg
+    shows_none_of(msg, *longest_right(768, 12, 12, 1024).values())
+
+
+def test_recap_wants_the_keys():
+    assert "'score_bytes_per_layer'" in fails(L4.check_longest_input, lambda *a: {"block_flops": 1})
+
+
+# --- the notebook's graded cells -------------------------------------------------------------------
+
+CHECK_CALL = re.compile(r"^(lesson4\.check_\w+\(|assert\b)")
+
+
+def test_notebook_grading_cells_are_well_formed():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    answers, tests = set(), {}
+    for cell in nb.cells:
+        assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
+        meta = cell.metadata.get("nbgrader")
+        if not meta:
+            continue
+        gid = meta["grade_id"]
+        if meta["solution"]:
+            assert gid.startswith("q-") and "### BEGIN SOLUTION" in cell.source
+            answers.add(gid[2:])
+        elif meta["grade"]:
+            assert gid.startswith("t-") and meta["points"] > 0 and cell.id == gid
+            visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+            for part in (visible, cell.source):
+                last = ast.parse(part).body[-1]
+                assert CHECK_CALL.match(ast.get_source_segment(part, last)), gid
+            tests[gid[2:]] = meta["points"]
+    assert answers == set(tests), "each q- answer cell has its t- test cell"
+    assert set(tests) >= {"commutes", "rotary", "rotary-score", "block-macs", "crossover",
+                          "score-bytes", "softmax-update", "tiled", "flash", "tys-crossover",
+                          "tys-vendor", "longest-input"}
+
+
+def test_notebook_types_no_expected_value_in_visible_tests():
+    """Visible test cells pass only the learner's names to the checks (the expected values are
+    computed in course_lib.checks.lesson4)."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution"):
+            visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+            assert not re.search(r"\d", visible.replace("lesson4", "")), visible
