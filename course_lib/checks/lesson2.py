@@ -325,10 +325,11 @@ def check_largest_weight(fn, cases: Sequence[Mapping] = WEIGHT_CASES, n_trials: 
             tol = _mc_tolerance(std, n_trials)
             if abs(got - mean) <= tol:
                 continue
-            mistakes = {
-                "the weights' average is always 1 / n_keys: take each trial's largest weight, "
-                "then average those": 1 / n_keys,
-            }
+            if math.isclose(got, 1 / n_keys, rel_tol=1e-6):
+                raise CheckFailed(f"{label} is not right: the weights' average is always "
+                                  "1 / n_keys: take each trial's largest weight, then average "
+                                  "those")
+            mistakes = {}
             other = largest_weight_reference(d_k, n_keys, not scaled, n_trials, seed)[0]
             mistakes[("with scaled=True divide the scores by sqrt(d_k)" if scaled else
                       "with scaled=False the scores must not be divided") + ": the two cases "
