@@ -1,0 +1,420 @@
+"""Unit tests of course_lib.checks.capstone: the model answers pass, each named mistake gets its
+message, answers that read the card with course_lib or hard-code a card fail, and no message
+shows the hidden value.
+
+The right ``size_card`` and ``servable`` are the notebook's own model answers (read from
+solutions/capstone/capstone.ipynb); tests/test_capstone_cards.py checks course_lib's counts, which
+the checks compare against, against transformers."""
+from __future__ import annotations
+
+import ast
+import math
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import course_lib as cl
+from course_lib.checks import CheckFailed
+from course_lib.checks import capstone as C
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "capstone" / "capstone.ipynb"
+SOURCE = nbformat.read(NOTEBOOK, as_version=4)
+GiB = cl.GiB
+
+
+def _solution(grade_id: str) -> str:
+    cell = next(c for c in SOURCE.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    return "\n".join(ln for ln in cell.source.splitlines() if "### " not in ln)
+
+
+NS: dict = {"cl": cl, "capstone": C, "math": math}
+exec(_solution("q-size-card"), NS)
+exec(_solution("q-servable"), NS)
+size_card, servable = NS["size_card"], NS["servable"]
+
+
+def fails(check, *args, **kwargs) -> str:
+    with pytest.raises(CheckFailed) as e:
+        check(*args, **kwargs)
+    return str(e.value)
+
+
+def shows_none_of(message: str, *values) -> None:
+    """The message shows none of the hidden values (those of 3 digits or more: a small count
+    such as 0 or 16 also appears in card names and scenario labels)."""
+    for v in values:
+        if abs(v) < 100:
+            continue
+        v = int(v) if float(v).is_integer() else v
+        forms = {str(v), f"{v:,}"} if isinstance(v, int) else {repr(v), f"{v:.2f}", f"{v:.3f}"}
+        for form in forms:
+            assert not re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d,])", message), (form, message)
+
+
+# --- the model answers pass --------------------------------------------------------------------
+
+def test_model_answer_passes_every_card_and_scenario():
+    C.check_size_card(size_card)
+    C.check_size_card(size_card, cards=C.CANDIDATES, scenarios=[
+        C.SCENARIO, dict(context=32768, gpu_memory_bytes=141 * cl.GB, dtype="bf16"),
+        dict(context=100, gpu_memory_bytes=10**9, dtype="fp32"),
+        dict(context=4096, gpu_memory_bytes=16 * GiB, dtype="int8")])
+    C.check_unknown_family(size_card)
+    C.check_servable(servable)
+    C.check_servable(servable, scenarios=[dict(context=1024, gpu_memory_bytes=8 * GiB)])
+
+
+def test_candidates_and_scenario():
+    assert set(C.VISIBLE_CARDS) <= set(C.CANDIDATES)
+    assert {cl.card_config(n)["model_type"] for n in C.VISIBLE_CARDS} == set(C.FAMILIES)
+    assert {cl.card_config(n)["model_type"] for n in C.CANDIDATES} == set(C.FAMILIES)
+    # the scenario's answer (the notebook's prose describes it)
+    assert C.expected_servable({n: cl.card_config(n) for n in C.CANDIDATES}, **C.SCENARIO) == {
+        "Meta-Llama-3-8B": 65, "Mistral-7B-v0.1": 133, "Qwen2-7B-Instruct": 150, "gemma-2b": 535}
+
+
+# --- size_card: named mistakes -----------------------------------------------------------------
+
+def _wrong_plain(card, key, change):
+    """size_card with one key changed by ``change(right value, shape, context, memory, dtype)``
+    in the scenario; the wrong value is worked out here, before the check, because own_reading
+    forbids course_lib's reader and counters inside the learner's function."""
+    s = cl.load_card(card)
+    context, memory, dtype = C.SCENARIO.values()
+    right = size_card(cl.card_config(card), context, memory, dtype)
+    wrong = {**right, key: change(right[key], s, context, memory, dtype)}
+    return lambda config, context, gpu_memory_bytes, dtype="bf16": dict(wrong)
+
+
+def _req(mem, weight_bytes, per_request):
+    return 0 if mem <= weight_bytes else int((mem - weight_bytes) // per_request)
+
+
+SIZE_MISTAKES = [
+    ("gpt2", "total_params", lambda v, s, *_: v + s.d_vocab * s.d_model, "count it once"),
+    ("Llama-2-7b-hf", "total_params", lambda v, s, *_: v - s.d_vocab * s.d_model, "not tied"),
+    ("Mixtral-8x7B-v0.1", "total_params",
+     lambda v, s, *_: cl.count_params(s).active, "total parameters hold every expert"),
+    ("Mixtral-8x7B-v0.1", "total_params", lambda v, s, *_: v - s.n_layers * s.d_model * 8,
+     "routers are missing"),
+    ("Mistral-7B-v0.1", "total_params",
+     lambda v, s, *_: cl.count_params(s.with_(n_kv_heads=s.n_heads)).total,
+     "num_key_value_heads"),
+    ("Qwen2-7B-Instruct", "total_params",
+     lambda v, s, *_: v - s.n_layers * (s.n_heads + 2 * s.n_kv_heads) * s.d_head, "biases"),
+    ("gpt2", "total_params", lambda v, s, *_: v - s.n_ctx * s.d_model, "learns its positions"),
+    ("gemma-2b", "total_params", lambda v, s, *_: v - s.n_layers * s.d_model * s.d_ff,
+     "three matrices"),
+    ("Llama-2-7b-hf", "total_params", lambda v, s, *_: v - s.d_model, "final norm"),
+    ("Mixtral-8x7B-v0.1", "active_params", lambda v, s, *_: cl.count_params(s).total,
+     "counts every expert"),
+    ("Mixtral-8x7B-v0.1", "active_params", lambda v, s, *_: v - s.n_layers * s.d_model * 8,
+     "router too"),
+    ("gemma-2b", "active_params", lambda v, s, *_: v - s.d_vocab * s.d_model,
+     "active = total"),
+    ("gpt2", "active_params", lambda v, s, *_: v + s.d_vocab * s.d_model, "count it once"),
+    ("Mistral-7B-v0.1", "kv_cache_bytes_per_token", lambda v, s, *_: v * 4, "grouped-query"),
+    ("gpt2", "kv_cache_bytes_per_token", lambda v, s, *_: v / 2, "a key and a value"),
+    ("gpt2", "kv_cache_bytes_per_token", lambda v, s, *_: v * 8, "bits are not bytes"),
+    ("gpt2", "kv_cache_bytes_per_token", lambda v, s, *_: v / s.n_layers, "every layer"),
+    ("gpt2", "kv_cache_bytes_per_token", lambda v, s, c, *_: v * c, "one token"),
+    ("Mistral-7B-v0.1", "kv_cache_bytes_per_token", lambda v, s, c, *_: v * s.sliding_window,
+     "per request"),
+    ("Mistral-7B-v0.1", "requests_that_fit",
+     lambda v, s, c, m, d: _req(m, cl.weight_bytes(s, d), cl.kv_cache_bytes_per_token(s, d) * c),
+     "sliding window"),
+    ("Mixtral-8x7B-v0.1", "requests_that_fit",
+     lambda v, s, c, m, d: _req(m, 2 * cl.count_params(s).active,
+                                cl.kv_cache_bytes_per_sequence(s, c, d)), "not active"),
+    ("Meta-Llama-3-8B", "requests_that_fit",
+     lambda v, s, c, m, d: _req(m, cl.weight_bytes(s, d), 4 * cl.kv_cache_bytes_per_sequence(s, c, d)),
+     "grouped-query attention shrinks"),
+    ("gemma-2b", "requests_that_fit",
+     lambda v, s, c, m, d: m // cl.kv_cache_bytes_per_sequence(s, c, d), "weights come first"),
+    ("gemma-2b", "requests_that_fit", lambda v, *_: v + 1, "round down"),
+    ("gemma-2b", "requests_that_fit",
+     lambda v, s, c, m, d: _req(m, cl.weight_bytes(s, d) + 2 * s.d_vocab * s.d_model,
+                                cl.kv_cache_bytes_per_sequence(s, c, d)), "stored once"),
+]
+
+
+@pytest.mark.parametrize("card, key, change, phrase", SIZE_MISTAKES,
+                         ids=[f"{c}-{k}-{p}" for c, k, _, p in SIZE_MISTAKES])
+def test_size_mistake_is_named(card, key, change, phrase):
+    expected = C.expected_size(cl.card_config(card), **C.SCENARIO)
+    msg = fails(C.check_size_card, _wrong_plain(card, key, change), cards=[card])
+    assert phrase in msg, msg
+    assert f"<{card}>" in msg and repr(key) in msg
+    shows_none_of(msg, *expected.values())
+
+
+HEAD_DIM_CARD = {"model_type": "gemma", "hidden_size": 3072, "num_hidden_layers": 4,
+                 "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256,
+                 "intermediate_size": 2048, "vocab_size": 1000, "max_position_embeddings": 8192}
+
+
+def test_head_dim_from_hidden_size_is_named():
+    def wrong(config, context, gpu_memory_bytes, dtype="bf16"):
+        return size_card({k: v for k, v in config.items() if k != "head_dim"}, context,
+                         gpu_memory_bytes, dtype)
+    msg = fails(C.check_size_card, wrong, cards={"a gemma card": HEAD_DIM_CARD})
+    assert "head_dim" in msg and "hidden_size / num_attention_heads" in msg
+
+
+def test_hard_coded_card_fails_another_card():
+    fixed = size_card(cl.card_config("gpt2"), **C.SCENARIO)
+    C.check_size_card(lambda *a, **k: fixed, cards=["gpt2"])
+    msg = fails(C.check_size_card, lambda *a, **k: fixed, cards=["gpt2-medium"])
+    assert "gpt2-medium" in msg
+
+
+def test_size_card_wants_the_four_keys_and_whole_numbers():
+    msg = fails(C.check_size_card, lambda *a: {"total_params": 1}, cards=["gpt2"])
+    assert all(repr(k) in msg for k in C.SIZE_KEYS[1:])
+    assert "dict" in fails(C.check_size_card, lambda *a: (1, 2, 3, 4), cards=["gpt2"])
+
+    def half(config, *args):
+        r = size_card(config, *args)
+        return {**r, "total_params": r["total_params"] + 0.5}
+    assert "whole number" in fails(C.check_size_card, half, cards=["gpt2"])
+
+
+# --- own reading ----------------------------------------------------------------------------
+
+def test_reading_the_card_with_course_lib_fails():
+    def lazy(config, context, gpu_memory_bytes, dtype="bf16"):
+        cl.shape_from_config(config)
+        return size_card(config, context, gpu_memory_bytes, dtype)
+    assert "card reader (cards.shape_from_config)" in fails(C.check_size_card, lazy)
+
+    def counters(config, context, gpu_memory_bytes, dtype="bf16"):
+        cl.count_params(cl.ModelShape(d_model=8, n_layers=1, n_heads=1, d_ff=8, d_vocab=8, n_ctx=8))
+        return size_card(config, context, gpu_memory_bytes, dtype)
+    assert "course_lib's own counter" in fails(C.check_size_card, counters)
+
+    def width(config, context, gpu_memory_bytes, dtype="bf16"):
+        cl.ModelShape(d_model=8, n_layers=1, n_heads=1, d_ff=8, d_vocab=8, n_ctx=8).kv_cache_width
+        return size_card(config, context, gpu_memory_bytes, dtype)
+    assert "shapes.kv_cache_width" in fails(C.check_size_card, width)
+
+    # a plain ModelShape, and dtype_bytes, are allowed
+    def shaped(config, context, gpu_memory_bytes, dtype="bf16"):
+        cl.ModelShape(d_model=8, n_layers=1, n_heads=1, d_ff=8, d_vocab=8, n_ctx=8)
+        cl.dtype_bytes(dtype)
+        return size_card(config, context, gpu_memory_bytes, dtype)
+    C.check_size_card(shaped)
+
+
+def test_own_reading_restores_the_profiler():
+    import sys
+    before = sys.getprofile()
+    C.own_reading(size_card, cl.card_config("gpt2"), **C.SCENARIO)
+    with pytest.raises(CheckFailed):
+        C.own_reading(lambda: cl.load_card("gpt2"))
+    assert sys.getprofile() is before
+
+
+# --- unknown family ----------------------------------------------------------------------------
+
+def test_unknown_family():
+    C.check_unknown_family(size_card)
+
+    def numbers(config, *a):
+        return {k: 1 for k in C.SIZE_KEYS}
+    assert "raise ValueError" in fails(C.check_unknown_family, numbers)
+
+    def key_error(config, *a):
+        return config["n_embd"]
+    assert "KeyError" in fails(C.check_unknown_family, key_error)
+
+    def mute(config, *a):
+        raise ValueError("unsupported")
+    assert "does not name" in fails(C.check_unknown_family, mute)
+
+
+# --- servable ----------------------------------------------------------------------------------
+
+def _servable_with(changes=None, drop=(), add=()):
+    def fn(cards, context, gpu_memory_bytes, dtype="bf16"):
+        out = servable(cards, context, gpu_memory_bytes, dtype)
+        for name in drop:
+            out.pop(name, None)
+        for name in add:
+            out[name] = size_card(cards[name], context, gpu_memory_bytes, dtype)["requests_that_fit"]
+        for name, f in (changes or {}).items():
+            out[name] = f(out[name])
+        return out
+    return fn
+
+
+def test_servable_mistakes_are_named():
+    assert "fewer than that" in fails(C.check_servable, _servable_with(add=["gpt2"]))
+    assert "not one request fits" in fails(C.check_servable,
+                                           _servable_with(add=["Mixtral-8x7B-v0.1"]))
+    assert "gemma-2b is missing" in fails(C.check_servable, _servable_with(drop=["gemma-2b"]))
+    msg = fails(C.check_servable, _servable_with({"Mistral-7B-v0.1": lambda n: 66}))
+    assert "sliding window" in msg
+    shows_none_of(msg, 133)
+    assert "dict" in fails(C.check_servable, lambda *a: ["gemma-2b"])
+    assert "not one of the cards" in fails(C.check_servable,
+                                           lambda *a: {**servable(*a), "gpt-4": 1})
+
+
+def test_servable_may_not_read_cards_with_course_lib():
+    def lazy(cards, context, gpu_memory_bytes, dtype="bf16"):
+        return {n: r for n, r in servable(cards, context, gpu_memory_bytes, dtype).items()
+                if cl.shape_from_config(cards[n]).n_ctx >= context}
+    assert "card reader" in fails(C.check_servable, lazy)
+
+
+# --- walk-away ---------------------------------------------------------------------------------
+
+def _walk(name):
+    return {"model": name, **size_card(cl.card_config(name), **C.SCENARIO)}
+
+
+def test_walkaway():
+    for name in ("Qwen2-7B-Instruct", "gemma-2b", "Mistral-7B-v0.1", "Meta-Llama-3-8B"):
+        C.check_walkaway(_walk(name))
+    assert "weights" in fails(C.check_walkaway, _walk("Mixtral-8x7B-v0.1"))
+    assert "context is shorter" in fails(C.check_walkaway, _walk("Llama-2-7b-hf"))
+    assert "choose one of the candidates" in fails(C.check_walkaway, _walk("gpt2") | {"model": "x"})
+    w = _walk("Qwen2-7B-Instruct")
+    msg = fails(C.check_walkaway, {**w, "kv_cache_bytes_per_token": w["kv_cache_bytes_per_token"] * 8192})
+    assert "per request" in msg or "times the context" in msg
+    assert "'model'" in fails(C.check_walkaway, {k: v for k, v in w.items() if k != "model"})
+
+
+# --- real-world examples -------------------------------------------------------------------------
+
+def test_paper_blocks():
+    d, f = 512, 2048
+    D, F = 4096, 11008
+    C.check_paper_blocks(4 * d * d + 2 * d * f, 4 * D * D + 3 * D * F)
+    assert "three matrices" in fails(C.check_paper_blocks, 4 * d * d + 2 * d * f,
+                                     4 * D * D + 2 * D * F)
+    assert "intermediate_size" in fails(C.check_paper_blocks, 4 * d * d + 2 * d * f, 12 * D * D)
+    assert "four d_model" in fails(C.check_paper_blocks, 3 * d * d + 2 * d * f, 0)
+    assert "one block" in fails(C.check_paper_blocks, 6 * (4 * d * d + 2 * d * f), 0)
+
+
+def right_copy(losses, period):
+    return losses[:, :period].mean().item(), losses[:, period:].mean().item()
+
+
+def test_copy_losses():
+    C.check_copy_losses(right_copy, periods=[10, 8], seeds=[1, 2, 3, 4])
+    msg = fails(C.check_copy_losses, lambda l, p: (l[:, :p - 1].mean(), l[:, p - 1:].mean()))
+    assert "off by one" in msg and "cannot be predicted" in msg
+    assert "first one a copy predicts" in fails(
+        C.check_copy_losses, lambda l, p: (l[:, :p + 1].mean(), l[:, p + 1:].mean()))
+    assert "swapped" in fails(C.check_copy_losses, lambda l, p: right_copy(l, p)[::-1])
+    assert "return 2 numbers" in fails(C.check_copy_losses, lambda l, p: l.mean())
+    # the example shows copying: repeats cost a fraction of a nat, the rest about ln 64
+    new, copied = right_copy(C.copy_eval_losses(10), 10)
+    assert copied < 0.5 < 4.0 < new
+
+
+def test_score_matrix_and_tib():
+    right = lambda n, h, b: n * n * h * b  # noqa: E731
+    C.check_score_matrix(right, cases=[C.FLASH_CASE, dict(n_tokens=7, n_heads=3, bytes_per_number=1)])
+    C.check_flash_tib(1.0)
+    assert "multiply by n_heads" in fails(C.check_score_matrix, lambda n, h, b: n * n * b)
+    assert "bits are not bytes" in fails(C.check_score_matrix, lambda n, h, b: n * n * h * 16)
+    assert "squared" in fails(C.check_score_matrix, lambda n, h, b: n * h * b)
+    assert "TB" in fails(C.check_flash_tib, 2**40 / 1e12)
+    assert "GiB" in fails(C.check_flash_tib, 1024.0)
+
+
+def _gqa_right():
+    card = cl.card_config("Llama-2-70b-hf")
+    mha = {**card, "num_key_value_heads": 64}
+    a, b = size_card(card, **C.GQA_SCENARIO), size_card(mha, **C.GQA_SCENARIO)
+    return {"cache_per_token_gqa": a["kv_cache_bytes_per_token"],
+            "cache_per_token_mha": b["kv_cache_bytes_per_token"],
+            "requests_gqa": a["requests_that_fit"], "requests_mha": b["requests_that_fit"]}
+
+
+def test_gqa():
+    right = _gqa_right()
+    assert right == {"cache_per_token_gqa": 327_680, "cache_per_token_mha": 2_621_440,
+                     "requests_gqa": 25, "requests_mha": 1}
+    C.check_gqa(right)
+    assert "8 key/value heads are cached" in fails(
+        C.check_gqa, {**right, "cache_per_token_gqa": right["cache_per_token_mha"]})
+    assert "K and V projections grow too" in fails(C.check_gqa, {**right, "requests_mha": 3})
+    assert "cache 8 key/value heads" in fails(C.check_gqa, {**right, "requests_gqa": 1})
+
+
+def test_experts():
+    s = cl.load_card("Mixtral-8x7B-v0.1")
+    c = cl.count_params(s)
+    right = {"total_params": c.total, "active_params": c.active, "accelerators_needed": 2,
+             "flops_per_token": 2 * c.active}
+    C.check_experts(right)
+    assert "FLOPs = 2 × multiply-adds" in fails(C.check_experts,
+                                                {**right, "flops_per_token": c.active})
+    assert "not active" in fails(C.check_experts, {**right, "accelerators_needed": 1})
+    assert "all 8 experts" in fails(C.check_experts, {**right, "total_params": c.active})
+    assert "compute follows the active" in fails(C.check_experts,
+                                                 {**right, "flops_per_token": 2 * c.total})
+
+
+# --- recap -------------------------------------------------------------------------------------
+
+RIGHT_RECAP = {1: ("C", "T"), 2: ("E", "R"), 3: ("B", "U"), 4: ("F", "P"), 5: ("A", "S"),
+               6: ("D", "Q")}
+
+
+def test_recap_matches_the_module_table():
+    C.check_recap(RIGHT_RECAP)
+    C.check_recap({k: (a.lower(), f" {b}") for k, (a, b) in RIGHT_RECAP.items()})
+    for lesson, (idea, question) in RIGHT_RECAP.items():
+        assert C.RECAP_IDEAS[idea] == C._IDEAS[lesson - 1]
+        assert C.RECAP_QUESTIONS[question] == C._QUESTIONS[lesson - 1]
+
+
+def test_recap_mistakes():
+    swapped = {**RIGHT_RECAP, 5: RIGHT_RECAP[6], 6: RIGHT_RECAP[5]}
+    msg = fails(C.check_recap, swapped)
+    assert "recap[5]" in msg and "lesson 6 compares variants" in msg
+    twice = {**RIGHT_RECAP, 2: ("F", "R")}
+    assert "given to lessons 2 and 4" in fails(C.check_recap, twice)
+    assert "keys 1 to 6" in fails(C.check_recap, {1: ("C", "T")})
+    assert "one of A to F" in fails(C.check_recap, {**RIGHT_RECAP, 1: ("Z", "T")})
+    assert "one of P to U" in fails(C.check_recap, {**RIGHT_RECAP, 1: ("C", "A")})
+
+
+# --- the notebook --------------------------------------------------------------------------------
+
+def test_notebook_grading_cells_are_well_formed():
+    answers, tests = set(), {}
+    for cell in SOURCE.cells:
+        assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
+        meta = cell.metadata.get("nbgrader")
+        if not meta:
+            continue
+        gid = meta["grade_id"]
+        assert cell.id == gid
+        if meta["solution"]:
+            assert gid.startswith("q-") and "### BEGIN SOLUTION" in cell.source
+            answers.add(gid)
+        elif meta["grade"]:
+            assert gid.startswith("t-") and meta["points"] > 0
+            for part in (cell.source.split("### BEGIN HIDDEN TESTS")[0], cell.source):
+                last = ast.parse(part).body[-1]
+                assert isinstance(last, ast.Expr) and isinstance(last.value, ast.Call), gid
+            tests[gid] = meta["points"]
+    assert {"q-size-card", "q-servable", "q-walkaway", "q-recap"} <= answers
+    assert {"t-size-card", "t-size-card-unseen", "t-servable", "t-walkaway", "t-recap", "t-paper",
+            "t-copy", "t-tiled", "t-gqa", "t-experts"} == set(tests)
+
+
+def test_hidden_cards_stay_out_of_the_release():
+    release = nbformat.read(NOTEBOOK.parents[2] / "notebooks" / "capstone" / "capstone.ipynb",
+                            as_version=4)
+    text = "\n".join(c.source for c in release.cells)
+    for name in ("HIDDEN_CARDS", "TOY_CARDS", "Mixtral-8x22B", "Mistral-Nemo", "gemma-7b"):
+        assert name not in text
