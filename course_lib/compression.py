@@ -4,6 +4,9 @@
   layer with the largest weight norms and drop the rest, giving a narrower model (magnitude
   pruning, the simplest kind: Han et al. 2015, arxiv.org/abs/1506.02626, pruned single weights
   by magnitude; here whole neurons go, so the layer really shrinks).
+- ``share_kv_heads``: compress attention instead, by giving groups of query heads one shared
+  key/value head, the mean of the group's (the mean-pooling that Ainslie et al. 2023,
+  arxiv.org/abs/2305.13245, use to start grouped-query attention from a trained model).
 - ``CHAIN_SHAPE``, ``CHAIN_RECIPE``, ``train_chain_model`` and ``load_chain_model``: a one-layer
   TinyGPT trained on ``course_lib.tasks.ChainTask`` (64 facts), shipped as
   course_lib/weights/chain_1l.pt by scripts/train_chain.py.
@@ -53,7 +56,8 @@ def prune_feed_forward(model, k: int):
         model: a course_lib.TinyGPT (or anything with ``blocks``, each with a GELU ``mlp``).
         k: neurons to keep in each layer, 1 <= k <= d_ff.
     Returns:
-        a new model (``model`` is not changed).  Each layer loses (d_ff − k)·(2·d_model + 1)
+        a new model (``model`` is not changed; its ``shape``, if it has one, gets d_ff = k).
+        Each layer loses (d_ff − k)·(2·d_model + 1)
         parameters: d_ff − k rows of ``up`` with their biases and d_ff − k columns of ``down``.
     Raises:
         ValueError: k outside 1..d_ff.
@@ -74,7 +78,44 @@ def prune_feed_forward(model, k: int):
                 narrow.up.bias.copy_(mlp.up.bias[keep])         # (k,)
                 narrow.down.bias.copy_(mlp.down.bias)           # (d_model,): no neuron's
         block.mlp = narrow
+    if getattr(pruned, "shape", None) is not None:
+        pruned.shape = pruned.shape.with_(d_ff=k)  # the shape says what the model now is
     return pruned
+
+
+def share_kv_heads(model, n_kv_heads: int):
+    """A copy of a TinyGPT with ``n_kv_heads`` key/value heads per layer (grouped-query
+    attention): each group of n_heads / n_kv_heads consecutive heads gets the mean of the group's
+    key and value projections (weights and biases).  Everything else is copied.
+
+    Args:
+        model: a course_lib.TinyGPT (not attention-only).
+        n_kv_heads: must divide the model's n_kv_heads.
+    Returns:
+        a new TinyGPT for ``model.shape.with_(n_kv_heads=n_kv_heads)``; each layer loses
+        2·(n_kv_heads_before − n_kv_heads)·d_head·(d_model + 1) parameters with biases (K and V
+        shrink, Q and the output projection keep their size).
+    Raises:
+        ValueError: ``n_kv_heads`` that does not divide the current number of kv heads.
+    """
+    s = model.shape
+    if isinstance(n_kv_heads, bool) or not isinstance(n_kv_heads, int) or n_kv_heads < 1 \
+            or s.n_kv_heads % n_kv_heads:
+        raise ValueError(f"n_kv_heads={n_kv_heads!r} must be a positive divisor of the model's "
+                         f"n_kv_heads={s.n_kv_heads}")
+    group = s.n_kv_heads // n_kv_heads
+    weight = next(model.parameters())
+    new = TinyGPT(s.with_(n_kv_heads=n_kv_heads), causal=model.causal)
+    new.to(dtype=weight.dtype, device=weight.device)
+    state = {}
+    for name, t in model.state_dict().items():
+        if ".attn.k_proj." in name or ".attn.v_proj." in name:
+            # (n_kv·d_head, ...) -> (n_kv_heads, group, d_head, ...) -> mean over the group
+            t = t.reshape(n_kv_heads, group, s.d_head, *t.shape[1:]).mean(1)
+            t = t.reshape(n_kv_heads * s.d_head, *t.shape[2:])
+        state[name] = t.clone()
+    new.load_state_dict(state)
+    return new.eval()
 
 
 # ---------------------------------------------------------------------------------------------

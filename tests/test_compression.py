@@ -7,7 +7,7 @@ import torch
 
 import course_lib as cl
 from course_lib.compression import (CHAIN_SHAPE, WEIGHTS_DIR, chain_task, load_chain_model,
-                                    neuron_scores, prune_feed_forward)
+                                    neuron_scores, prune_feed_forward, share_kv_heads)
 from course_lib.tiny_gpt import TinyGPT
 
 
@@ -64,6 +64,7 @@ def test_pruning_equals_zeroing_the_dropped_neurons(k):
     d = model.shape.d_model
     assert cl.n_params(model) - cl.n_params(pruned) == 2 * (24 - k) * (2 * d + 1)
     assert cl.n_params(pruned) == cl.count_params(model.shape.with_(d_ff=k)).total
+    assert pruned.shape == model.shape.with_(d_ff=k) and model.shape.d_ff == 24
 
 
 def test_keeping_every_neuron_changes_nothing():
@@ -109,3 +110,32 @@ def test_the_facts_live_in_the_feed_forward_layer(chain):
     one, eight = info["pruned_accuracy"]["1"], info["pruned_accuracy"]["8"]
     assert all(e <= o for o, e in zip(one, eight))
     assert any(o >= 0.9 and e <= 0.6 for o, e in zip(one, eight))  # a short test passes, a long fails
+
+
+def test_shared_kv_heads_are_the_group_means():
+    """Against a model that keeps every head but gives each group the same (mean) K and V."""
+    shape = cl.gpt2_shape(d_model=24, n_layers=2, n_heads=6, d_vocab=20, n_ctx=8)
+    model = TinyGPT(shape, seed=3).double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(7),
+                                     dtype=p.dtype))
+    tokens = torch.randint(0, 20, (2, 8), generator=torch.Generator().manual_seed(4))
+    for n_kv in (6, 3, 2, 1):
+        shared = share_kv_heads(model, n_kv)
+        reference = copy.deepcopy(model)
+        g = 6 // n_kv
+        with torch.no_grad():
+            for block in reference.blocks:
+                for proj in (block.attn.k_proj, block.attn.v_proj):
+                    for t in (proj.weight, proj.bias):
+                        for j in range(n_kv):  # heads j·g .. j·g+g-1 share their mean
+                            rows = slice(j * g * 4, (j + 1) * g * 4)  # d_head = 4
+                            mean = t[rows].reshape(g, 4, *t.shape[1:]).mean(0)
+                            t[rows] = mean.repeat(g, *([1] * (t.dim() - 1)))
+        torch.testing.assert_close(shared(tokens), reference(tokens), atol=1e-12, rtol=0)
+        lost = (6 - n_kv) * 4 * 2 * (24 + 1) * 2  # K and V, weights and biases, 2 layers
+        assert cl.n_params(model) - cl.n_params(shared) == lost
+        assert cl.n_params(shared) == cl.count_params(shape.with_(n_kv_heads=n_kv)).total
+    with pytest.raises(ValueError, match="n_kv_heads=4"):
+        share_kv_heads(model, 4)
