@@ -188,44 +188,52 @@ def check_generate_cached(fn, cases: Sequence[Mapping] = GEN_CASES) -> None:
     The tokens must equal ``model.generate(prompt, n_new, use_cache=False)`` (greedy, the
     whole sequence recomputed each step); the calls to ``model.run`` must be those of a cached
     loop: the prompt once with no cache, then one token at a time, each with the cache the
-    previous call returned.  ``model.generate`` itself may not be called."""
+    previous call returned.  ``model.generate`` itself may not be called.  Runs on one torch
+    thread (for models this small more threads only add waiting)."""
+    from ..training import num_threads
+
+    with num_threads(1):
+        for case in cases:
+            _check_generate_case(fn, case)
+
+
+def _check_generate_case(fn, case: Mapping) -> None:
     import torch
 
-    for case in cases:
-        model = toy_model(case["shape"], case["seed"])
-        prompt = _prompt(model, case["batch"], case["prompt_len"], case["seed"])
-        n_new, p = case["n_new"], case["prompt_len"]
-        expected = model.generate(prompt, n_new, use_cache=False)
-        label = (f"generate_cached on a {case['shape']['kind']} toy model "
-                 f"(batch {case['batch']}, prompt of {p}, n_new={n_new})")
-        calls = _record_calls(model)
-        got = own_work(fn, model, prompt.clone(), n_new)
-        if not isinstance(got, torch.Tensor):
-            raise CheckFailed(f"{label}: return a tensor of token ids (batch, pos + n_new), "
-                              f"got {type(got).__name__}")
-        if got.dim() != 2 or got.shape[0] != case["batch"]:
-            raise CheckFailed(f"{label}: return shape (batch, pos + n_new) = "
-                              f"({case['batch']}, {p + n_new}), got {tuple(got.shape)}")
-        width = got.shape[1]
-        if width == n_new:
-            raise CheckFailed(f"{label} returns only the new tokens: return the prompt "
-                              "followed by them")
-        if width in (p + n_new - 1, p + n_new + 1):
-            raise CheckFailed(f"{label} returns {width - p} new tokens, not {n_new}: an "
-                              "off-by-one in the loop")
-        if width != p + n_new:
-            raise CheckFailed(f"{label}: return shape ({case['batch']}, {p + n_new}), got "
-                              f"{tuple(got.shape)}")
-        if not torch.equal(got[:, :p], prompt):
-            raise CheckFailed(f"{label}: the result must start with the prompt, unchanged")
-        _diagnose_calls(calls, label)
-        if len(calls) > n_new + 1:
-            raise CheckFailed(f"{label} calls the model {len(calls)} times: once for the "
-                              f"prompt and once per new token is enough")
-        if not torch.equal(got, expected):
-            raise CheckFailed(f"{label}: the new tokens differ from greedy generation without "
-                              "a cache. Pick each token as the argmax of the logits at the "
-                              "last position, logits[:, -1], and append it to every row")
+    model = toy_model(case["shape"], case["seed"])
+    prompt = _prompt(model, case["batch"], case["prompt_len"], case["seed"])
+    n_new, p = case["n_new"], case["prompt_len"]
+    expected = model.generate(prompt, n_new, use_cache=False)
+    label = (f"generate_cached on a {case['shape']['kind']} toy model "
+             f"(batch {case['batch']}, prompt of {p}, n_new={n_new})")
+    calls = _record_calls(model)
+    got = own_work(fn, model, prompt.clone(), n_new)
+    if not isinstance(got, torch.Tensor):
+        raise CheckFailed(f"{label}: return a tensor of token ids (batch, pos + n_new), "
+                          f"got {type(got).__name__}")
+    if got.dim() != 2 or got.shape[0] != case["batch"]:
+        raise CheckFailed(f"{label}: return shape (batch, pos + n_new) = "
+                          f"({case['batch']}, {p + n_new}), got {tuple(got.shape)}")
+    width = got.shape[1]
+    if width == n_new:
+        raise CheckFailed(f"{label} returns only the new tokens: return the prompt "
+                          "followed by them")
+    if width in (p + n_new - 1, p + n_new + 1):
+        raise CheckFailed(f"{label} returns {width - p} new tokens, not {n_new}: an "
+                          "off-by-one in the loop")
+    if width != p + n_new:
+        raise CheckFailed(f"{label}: return shape ({case['batch']}, {p + n_new}), got "
+                          f"{tuple(got.shape)}")
+    if not torch.equal(got[:, :p], prompt):
+        raise CheckFailed(f"{label}: the result must start with the prompt, unchanged")
+    _diagnose_calls(calls, label)
+    if len(calls) > n_new + 1:
+        raise CheckFailed(f"{label} calls the model {len(calls)} times: once for the "
+                          f"prompt and once per new token is enough")
+    if not torch.equal(got, expected):
+        raise CheckFailed(f"{label}: the new tokens differ from greedy generation without "
+                          "a cache. Pick each token as the argmax of the logits at the "
+                          "last position, logits[:, -1], and append it to every row")
 
 
 # --- exercise 2: the size of the cache ----------------------------------------------------------
@@ -243,11 +251,21 @@ def kv_cache_expected(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per
     return kv_cache_bytes_per_sequence(s, n_tokens, _dtype(bytes_per_number))
 
 
+def _merged(mistakes: Mapping[str, float]) -> dict:
+    """Join the diagnoses of mistakes that give the same wrong value on this case ("a factor 2
+    is missing" and "bytes left out" coincide at 2 bytes a number), so neither hides the
+    other."""
+    by_value: dict = {}
+    for diagnosis, value in mistakes.items():
+        by_value.setdefault(value, []).append(diagnosis)
+    return {"; or ".join(ds): value for value, ds in by_value.items()}
+
+
 def kv_mistakes(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number) -> dict:
     """``{diagnosis: wrong bytes}`` for the usual slips in a cache size."""
     kv = kv_cache_expected(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number)
     q = kv * n_heads / n_kv_heads
-    return {
+    return _merged({
         "the cache keeps a key AND a value for each token: a factor 2 is missing": kv / 2,
         "that uses the query heads (n_heads); the cache holds the key/value heads "
         "(n_kv_heads)": q,
@@ -259,7 +277,7 @@ def kv_mistakes(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_numbe
         "that is one token's cache; multiply by n_tokens": kv / n_tokens,
         "that is in GiB; the question asks for bytes": kv / GiB,
         "that is in GB; the question asks for bytes": kv / GB,
-    }
+    })
 
 
 def check_kv_cache_size(fn, cases: Sequence[Mapping] = KV_CASES) -> None:
@@ -284,7 +302,7 @@ def check_flops_per_weight_byte(fn, cases: Sequence[Mapping] = INTENSITY_CASES) 
         got, label = _call(fn, "flops_per_weight_byte", case)
         n, b = case["n_tokens"], case["bytes_per_number"]
         expected = 2 * n / b
-        check_value(got, expected, what=label, rel=1e-9, mistakes={
+        check_value(got, expected, what=label, rel=1e-9, mistakes=_merged({
             "that counts multiply-adds; FLOPs = 2 × multiply-adds": n / b,
             "that divides by bits (8 per byte); the question asks per byte": 2 * n / (8 * b),
             "a weight read once serves every token of the pass: the FLOPs grow with n_tokens, "
@@ -292,7 +310,7 @@ def check_flops_per_weight_byte(fn, cases: Sequence[Mapping] = INTENSITY_CASES) 
             "that is bytes per FLOP: divide FLOPs by bytes": b / (2 * n),
             "that multiplies by bytes_per_number; divide by it (more bytes a weight means "
             "fewer FLOPs per byte)": 2 * n * b,
-        })
+        }))
 
 
 # --- exercise 4: the ridge point ----------------------------------------------------------------
@@ -325,7 +343,7 @@ def check_ridge_point(fn, cases: Sequence[Mapping] = RIDGE_CASES) -> None:
         batch = ridge * b / 2
         _point_back("flops_per_weight_byte", lambda: check_value(
             batch_got, batch, what=f"{label}[1], the decode batch at the ridge", rel=0.005,
-            mistakes={
+            mistakes=_merged({
                 "a batch of B sequences does 2·B FLOPs per weight read, not B: that counts "
                 "multiply-adds as FLOPs": ridge * b,
                 "that is the ridge itself; the decode batch at the ridge is ridge × "
@@ -333,7 +351,7 @@ def check_ridge_point(fn, cases: Sequence[Mapping] = RIDGE_CASES) -> None:
                 "that counts bits (8 per byte) for the weights": ridge * 8 * b / 2,
                 "a bigger batch raises the FLOPs per byte; solve 2·B / bytes_per_number = "
                 "ridge for B": ridge * 2 / b,
-            }))
+            })))
 
 
 # --- exercise 5: requests that fit --------------------------------------------------------------
@@ -371,7 +389,7 @@ def request_mistakes(memory_gib, n_params, n_layers, n_heads, n_kv_heads, d_head
     def fit(memory, w, c):
         return max(0, math.floor((memory - w) / c))
 
-    return {
+    return _merged({
         "the weights must fit too: subtract their bytes from the memory first":
             math.floor(mem / cache),
         "the memory is in GiB (2^30 bytes), not GB (10^9 bytes)": fit(memory_gib * GB, weights, cache),
@@ -381,7 +399,7 @@ def request_mistakes(memory_gib, n_params, n_layers, n_heads, n_kv_heads, d_head
         "count whole requests: round down, a request does not fit in part":
             math.ceil((mem - weights) / cache) if mem > weights else 0,
         "the weights are n_params × bytes_per_number bytes": fit(mem, n_params, cache),
-    }
+    })
 
 
 def check_requests_fit(fn, cases: Sequence[Mapping] = REQUEST_CASES) -> None:
