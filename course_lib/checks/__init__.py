@@ -7,6 +7,14 @@ whether the answer is too large or too small and by roughly what order of magnit
 expected value itself.  Nothing here prints or warns (stderr would cost the cell its points).
 
 Lesson-specific checks live in ``course_lib.checks.lessonN``.
+
+Under grading, every primitive here (:func:`check_value`, :func:`check_choice`,
+:func:`check_sealed`, :func:`check_close`) also publishes a *record* of what it compared (see
+:mod:`course_lib.checks.records`), so the grader can compare the learner's values with the
+model answer's outside the kernel.  Build lesson checks from these primitives: a check that
+compares on its own (a bare ``assert``, ``torch.allclose``) is decided in the kernel only.
+Answers the notebook must not reveal (test-yourself questions) are stored sealed
+(:mod:`course_lib.checks.sealed`) and checked with :func:`check_sealed`.
 """
 from __future__ import annotations
 
@@ -18,6 +26,9 @@ from contextlib import contextmanager
 from typing import Callable, Mapping
 
 import course_lib
+
+from . import records as _records
+from .sealed import Sealed, judge as _judge
 
 
 class CheckFailed(AssertionError):
@@ -74,6 +85,7 @@ def check_value(got, expected, *, what: str, mistakes: Mapping[str, float] | Non
         integer: the answer must be a whole number (a count of parameters or bytes).
     """
     got = _as_number(got, what)
+    _records.publish("value", what, got=got, rel=rel, integer=integer)
     if integer and not (float(got).is_integer()):
         raise CheckFailed(f"{what}: expected a whole number, got {got!r}")
 
@@ -92,11 +104,62 @@ def check_choice(got, expected, *, what: str, choices, hints: Mapping | None = N
     """Pass if ``got`` is the ``expected`` choice; a wrong choice gets its hint if it has one."""
     if isinstance(got, str):
         got = got.strip().lower()
+    _records.publish("choice", what, got=got)
     if got not in choices:
         raise CheckFailed(f"{what}: answer with one of {', '.join(map(repr, choices))}, got {got!r:.60}")
     if got != expected:
         hint = (hints or {}).get(got, "think again about what each option means")
         raise CheckFailed(f"{what}: {got!r} is not right: {hint}")
+
+
+def check_sealed(got, sealed: Sealed) -> None:
+    """Pass if ``got`` matches a sealed answer (see :mod:`course_lib.checks.sealed`), else
+    raise :class:`CheckFailed` naming the known mistake it matches, or with a hint.  The
+    right value is not held anywhere the learner can read it."""
+    if not isinstance(sealed, Sealed):
+        raise TypeError(f"sealed must be a course_lib.checks.sealed.Sealed, got {type(sealed).__name__}")
+    from dataclasses import asdict
+
+    _records.publish("sealed", sealed.what, got=got, seal=asdict(sealed))
+    verdict = _judge(sealed, got)
+    if not verdict.ok:
+        raise CheckFailed(verdict.message)
+
+
+def check_close(got, expected, *, what: str, rtol: float = 1e-5, atol: float = 1e-8,
+                mistakes: Mapping[str, object] | None = None) -> None:
+    """Pass if array-like ``got`` (numpy array, torch tensor, nested lists) has the shape of
+    ``expected`` and every element is within ``atol + rtol * |expected|``; else raise
+    :class:`CheckFailed` (a wrong shape is named; ``mistakes`` maps a diagnosis to a wrong
+    array that a known mistake gives).  Never shows the expected values."""
+    import numpy as np
+
+    def as_array(x, name):
+        if hasattr(x, "detach"):
+            x = x.detach().cpu()
+        try:
+            a = np.asarray(x, dtype=float)
+        except (TypeError, ValueError):
+            raise CheckFailed(f"{name}: expected an array of numbers, got {type(x).__name__}") from None
+        return a
+
+    a, e = as_array(got, what), as_array(expected, "expected")
+    step = max(1, -(-a.size // _records.MAX_VALUES))
+    _records.publish("close", what, got={"shape": list(a.shape),
+                                         "values": a.reshape(-1)[::step].tolist()},
+                     rtol=rtol, atol=atol)
+    if a.shape != e.shape:
+        raise CheckFailed(f"{what}: expected shape {tuple(e.shape)}, got {tuple(a.shape)}")
+    if not np.all(np.isfinite(a)):
+        raise CheckFailed(f"{what}: it holds NaN or infinite values")
+    if np.all(np.abs(a - e) <= atol + rtol * np.abs(e)):
+        return
+    for diagnosis, wrong in (mistakes or {}).items():
+        w = as_array(wrong, "mistake")
+        if w.shape == a.shape and np.all(np.abs(a - w) <= atol + rtol * np.abs(w)):
+            raise CheckFailed(f"{what} is not right: {diagnosis}")
+    raise CheckFailed(f"{what} is not right: {np.mean(np.abs(a - e) > atol + rtol * np.abs(e)):.0%} "
+                      "of its values are off")
 
 
 @contextmanager

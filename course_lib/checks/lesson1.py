@@ -1,10 +1,12 @@
 """Checks for lesson 1, "The shape of a transformer".
 
-Every check compares a learner's answer with course_lib's own counters (``params``, ``memory``,
-``flops``) on GPT-2-style shapes, and on failure raises :class:`~course_lib.checks.CheckFailed`
-naming the likely mistake (tied head counted twice, positions forgotten, biases or norms
-forgotten, ...) without showing the expected value.  Functions the learner writes are called
-through :func:`~course_lib.checks.own_work`, so an answer that calls course_lib's counters fails.
+Every check of a function compares the learner's function with course_lib's own counters
+(``params``, ``memory``, ``flops``) on GPT-2-style shapes, and on failure raises
+:class:`~course_lib.checks.CheckFailed` naming the likely mistake (tied head counted twice,
+positions forgotten, biases or norms forgotten, ...) without showing the expected value.
+Functions the learner writes are called through :func:`~course_lib.checks.own_work`, so an
+answer that calls course_lib's counters fails.  The test-yourself answers are sealed
+(:mod:`course_lib.checks.sealed`): this module holds hashes of them, not the values.
 
 A shape is given as a dict of the spec-sheet numbers, e.g. :data:`GPT2_SMALL`; the checks of
 functions take several (the notebook's hidden tests pass shapes the learner has not seen).
@@ -19,7 +21,8 @@ from ..memory import kv_cache_bytes_per_sequence, weight_bytes
 from ..params import block_params, count_params
 from ..shapes import gpt2_shape
 from ..units import GB, GiB
-from . import CheckFailed, check_choice, check_value, own_work
+from . import CheckFailed, check_sealed, check_value, own_work
+from .sealed import Sealed
 
 GPT2_SMALL = dict(d_model=768, n_layers=12, d_vocab=50257, n_ctx=1024)
 """GPT-2 small's four counting numbers (its card also says n_heads = 12)."""
@@ -292,64 +295,187 @@ def check_doubling(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
 
 
 # --- test yourself ---------------------------------------------------------------------------
+# The answers are sealed (course_lib.checks.sealed): salted hashes of the forms that count as
+# right and of those the usual mistakes give, so neither this file nor a message shows them.
+# Tolerances: tys1 0.5 % (params, millions) and 0.2 % (percent), tys2 0.2 %, tys3 1 %; an
+# answer up to half as much again outside may also pass (see sealed.py).  Regenerate with
+# ``python -m course_lib.checks.sealed`` from values computed in a scratch session.
+
+TYS1_PARAMS = Sealed(
+    what='tys1_params_millions', salt='lesson1/tys1_params_millions', kind='number', digits=4,
+    right=('03064ed92168d851', '1f74c1e22a3c4bab', '2012ba20e1012aa1', '34b1c236c99679f2',
+           '479c73fa3f129683', '4fbb2e14bc505ef0', '788a37391eb85625', '8330c048d517561c',
+           '9ebfbc6dc2e8c8df', 'a3c240e687bc5a4b', 'a5c789476e30d3e9', 'b85c21330eeaa90b',
+           'c727e18509331652', 'c7e0b6209eb0003b',),
+    mistakes=(
+        ('that counts the tied head a second time',
+         ('1373dabe8ee3015b', '1db86413260f8972', '1e6a37c561d2a576', '2c189cadd9b4d51d',
+          '4746316633269a5b', '477cece6171d8c97', '5c07f61c2200bdcb', '63e28ecd5fae38dd',
+          '65cce2d42cfd5cad', '761bd78270ac3892', '7d55fd7307e37412', 'a1ec597a7e6cba2f',
+          'ae97021e73a18aa9', 'b9a3f314a7bc3fd7', 'bec1945b9f0c096b', 'e334ca10c875f977',
+          'f1cc9b5b2ad27c05', 'f6a60a13020127af',)),
+        ('that is the blocks alone: add the embeddings',
+         ('0348c8b003cccbcc', '05cf004b2011b582', '05f4654ffb7e9933', '0726b186e3b52d99',
+          '0aca1615315b2ee9', '0fbba8fba6a048e8', '11411182e2912d57', '17383e52435604d2',
+          '17927b9bc6552f3e', '1a70aa7def605de1', '1d2d17d6b3b6e5d2', '1ee35d62c8f92220',
+          '249c9aa85d0dd1bd', '250a438f3974bb9a', '2594c248ddd4f33b', '28fc816caa4b37db',
+          '2bdaff553d5c7f7a', '2d684dc5e911843f', '2d7cbb1df121c056', '30237b54336c25e0',
+          '30a609395f9ad79d', '32ef8dde1ae19de9', '34ac4a35316b3c1e', '35623ff0cf839f49',
+          '3816b9d131043ff2', '3935037ca57e46f0', '4bd61f0743cb98e6', '4c1d4359c72ae259',
+          '538696f287f6c44a', '5954416d0c5137a4', '5a2faef83d87be4b', '5e69a0374b3bcab7',
+          '614ed94f9143d9f2', '626605a404235a00', '6c213f1fa7b3ebac', '778e139ba9b2ec04',
+          '79798a5b64b6d6f4', '79f3782000db1284', '7d8edb32a48fb2aa', '859f90c7009c2085',
+          '860b8fc77fe98b03', '8680ea0d38864d1a', '86b89ae0af066fd6', '86f63ac9077fad16',
+          '89f7ead0c156f32c', '8af8e542a3e99376', '8ed023160dbfda84', '8fbf0655977a86a5',
+          '90195cfa5944dbd7', '9263b3bf986e1efe', '94d31edd2840ee2f', '95a0c3c51b3310db',
+          '960c2adfd409fad3', '988abdc306ad7869', '99c8f5810b1b2195', '9fae791cf25d945e',
+          'ab3b4f0f6d255235', 'b3667e56380506a4', 'b7f46e92d522d96b', 'b886db5e42741b2f',
+          'b9ef7a50d9fa2251', 'bb689a35ce4bc971', 'bc4c1e910eeafc7b', 'bfbfc05f58f10c4c',
+          'c41b633d679ba1dc', 'c53b890b1927ec61', 'c57a36317ab48a1d', 'c5cedbe5690d1dce',
+          'c9ee6f9a8eb8bfaa', 'cd99f1b69ac79bb6', 'd1df4f4dcabc535d', 'd7caf1241fb03fa7',
+          'd801f61751f4ec0b', 'd878d8a676c1c8f2', 'e1ac39b3ae11f9bc', 'e1e96ff0aba5cc77',
+          'e4f2d15589482e7a', 'e58ca5b6ea45371b', 'eb3c4f4715b64465', 'eceba5220acd1b66',
+          'efa80640aceaf6c0', 'f028c10fb4aaabad', 'f1a3ce45b867a660', 'f1bb926eb9fe3fdf',
+          'f3ff0eb929952cc3', 'ffd21e0c343d833c',)),
+        ('the answer is in millions: divide the count by 1,000,000',
+         ('0624817f1e161967', '1bd99ea5cbf8ac75', '1e092618b0c47064', '3689d6875e2b3ae2',
+          '4264b31804148ec6', '5e198b14a059f54d', '6f3c5717f571f237', '85b21a82a2d6bb02',
+          '8ff1655a8b1dea7c', '9bdc81eea553b3a4', '9edb69ff82d6aabb', 'a832c4f6d2665113',
+          'a866ec68f1e0165b', 'c96a462c267dcfe4',)),
+        ('the answer is in millions, not billions',
+         ('04a845ac1e2c63a7', '0c944f7efa112b5c', '15ef2bc74edcc0d8', '1db8c91f9b1f303f',
+          '215649561b2cd580', '2da706584203a78a', '5e4f204a697a2984', '698149622d3ca7e6',
+          '847f4da41424fab2', 'a3cb57ccb15023ec', 'acc8f43595e22b46', 'b89c5d8a8c26cc07',
+          'c9d229797f59b784', 'f48821eb049f972b',)),
+    ),
+    hint='build it from your gpt2_params',
+    decade=2, sign=1,
+)
+
+TYS1_EMBEDDING = Sealed(
+    what='tys1_embedding_percent', salt='lesson1/tys1_embedding_percent', kind='number', digits=4,
+    right=('321b8ff2a44d2745', '36fb98835a5aeaad', '3eebf774f07dfc67', '428476ebc5fd17f1',
+           '583c6e931aa4016d', '586aa4da85829ce3', '811d6edf391c07d6', '88bcaffe3ec801bf',
+           '9d5e141d26a98cfe', 'c9500dfc99206491', 'd37d72dc940019f5', 'e6763fa95a777cfc',
+           'f09e690c77fa1882',),
+    mistakes=(
+        ('give a percentage (0 to 100), not a fraction',
+         ('0d8142bf1dd7bd1f', '170ef21bd3a186a6', '40e4d275e7ab38e5', '4b522014e59807e5',
+          '64c1aa00030f1c17', '72b7563a3065e88d', '740d118462962113', '965c7263315322ff',
+          'cabb4b8cb57accf9', 'd9faa13260fa4890', 'e36ecb1da9226cb1', 'e7ff57c2f628283d',
+          'ee757cdf2a776183',)),
+        ('the position embedding is part of the embeddings too',
+         ('09c7355fa8f885a9', '0e63d6148ab835ac', '105459baa3d698fb', '365c32caafbde892',
+          '4407b7e66a493d10', '53400e09af70730e', '5eca16454cedba87', '77b139f580e85f67',
+          'a3ed21f3de0b2672', 'abc124a2fde5d33d', 'b5f6d3b49618bead', 'db81180f3a1d9985',
+          'ee1ab90627f846fd', 'f5d4ce12fe133f08',)),
+        ('divide by all the parameters, not by the rest of the model',
+         ('1a5470cc6b12f1f3', '2ee2c25579857c01', '2f89211f6095a18f', '3dbfebcd9f18ada4',
+          '3dd4b8b0a089b1d0', '3e4c16151a1ad3bb', '46c89adbb7a166b4', '6c559f19df142e2a',
+          '73deb15c57fcffd5', '951621ff6192334d', '9751ecd24becb87e', 'a1ad3ae76275c51e',
+          'ab8a9de95abc3a2f', 'b1f53db576eac638', 'bf0bf4b39d0ab6b8', 'd258839eaa36c6b6',
+          'e80d0ca8d45e4c22', 'e9394aa7ebd53f91', 'ed11ff2ef19fc1c7', 'f8878d840ade295f',)),
+        ('the total counts the tied head twice',
+         ('1c03fe4d8557720b', '35d2dc0d912a1600', '4e2cbc1a90c48c13', '64300e24d8523f5f',
+          '748579e8379bd32d', '8efd0629f22586a9', 'a0ad6f7052c0c869', 'a30fb16516b5454e',
+          'b75515a88c515c0a', 'c6d7a6804d948ceb',)),
+    ),
+    hint='build it from your embedding_share',
+    decade=1, sign=1,
+)
+
+TYS2_BIGGER = Sealed(
+    what='tys2_bigger', salt='lesson1/tys2_bigger', kind='choice', digits=None,
+    right=('2d41a612db348cff',),
+    mistakes=(
+        ("attention has four d_model × d_model matrices; count the feed-forward layer's two "
+         "matrices and their shape",
+         ('dac680fa06248c37',)),
+        ('count the entries of each matrix: the feed-forward ones are 4·d_model wide on one side',
+         ('a58181af945d1f9e',)),
+    ),
+    choices=('attention', 'feed-forward', 'equal'),
+)
+
+TYS2_FF_SHARE = Sealed(
+    what='tys2_ff_share', salt='lesson1/tys2_ff_share', kind='number', digits=3,
+    right=('30b5b3f536c6e892', '523e7b16c1839651', '919cf625612bc9aa', 'd3fa4a3e695ab949',),
+    mistakes=(
+        ('that is feed-forward ÷ attention, a ratio; the share is feed-forward ÷ the block',
+         ('de34d3df833da6ea',)),
+        ("that is attention's share",
+         ('48e0400bff0512cc', 'd32d7db82548b4e1',)),
+        ('the two parts are not equal in size',
+         ('206ffec0e9c90cae', '86dc5ea569ea9963', '9184c6eaad632f04',)),
+        ('give a fraction between 0 and 1, not a percentage',
+         ('02f170fbe6059be4', '3e6090d538cf0452', '51e03c7b8d29471e', 'a1c56d0b120b398e',)),
+    ),
+    hint='count the weight matrices of each part (section 4)',
+    decade=-1, sign=1,
+)
+
+TYS3_WIDTH = Sealed(
+    what='tys3_width_factor', salt='lesson1/tys3_width_factor', kind='number', digits=3,
+    right=('4228f1e1dea1bdbf', '6eb0ae4070c5dd3c', '848ada4096a7c050', '89088ee9e591d317',
+           'b9093ffc387f7674', 'd6e6b4e6b2eb91c7', 'dca293c6535f2ed2', 'f3cb36d280ac5f24',
+           'f82cb95b2c2f216b',),
+    mistakes=(
+        ('a d_model × d_model matrix doubles along both sides',
+         ('109f019471fd9d77', '305872ca6eedda20', '3886f6888fcc4219', '8e01e15430e692d0',
+          'c10da113e3f9685a',)),
+        ('block parameters grow with d_model², not d_model³',
+         ('185be4c810d942ae', '21287d373bb6f208', '2304d3edea58998c', '46911fdeb9321438',
+          '4953398973bab01b', '585351a16065c277', '7175b43c158864e5', '75e913f81b894880',
+          'b7f4f4617e2c06a5', 'c0ae78fa77c7c035', 'c15406a18c062b67', 'c9440f143741e892',
+          'ca753ef4f35de78d', 'e2ef0b12fc7381cc', 'ed4147cb74dd89b6', 'f2e114bf00c70fca',
+          'f5c1a5ddc3704672',)),
+        ('doubling d_model grows every matrix in the block',
+         ('0a146a6f032b049f', '15e1d1ecd5a2182e', '25f18d444ec478d3', '4b9d2e265eb7be9b',
+          '6744bc81162aa129', '72083cef8ff060d2', '728c79c6595abcc6', '8f303c2f372b3c09',
+          'a5a4a3f8e4b9f8be', 'c0e0be4b098e49d5', 'ed383c5f6303cee5', 'f968b9bc7c186c9d',)),
+    ),
+    hint='how does a d_model × d_model matrix grow when d_model doubles?',
+    decade=0, sign=1,
+)
+
+TYS3_LAYERS = Sealed(
+    what='tys3_layers_factor', salt='lesson1/tys3_layers_factor', kind='number', digits=3,
+    right=('28b18add89a0ff87', '3b6c4b96c5b86dea', '7649fd6af35352c8', 'a8cac5309202c268',
+           'fd1c4fa2c2edb01b',),
+    mistakes=(
+        ('each block keeps its size, but there are twice as many blocks',
+         ('010fa026ad9986a1', '02e334661ea4fe0d', '130dc32d751f6353', '169b988b2cca20dd',
+          '207b3b19cdd53c97', '21d1e2c0f09ffaab', '37298980346b0d1d', '419ef42f0adf1f42',
+          '569c133d05b50686', '56fd91c02115bb64', 'a2fe121d8c47c1e6', 'acd050326943d9c9',)),
+        ('doubling the layers adds blocks; it does not widen them',
+         ('293bd1a15cb9c572', '30a7b9f345090a20', '326422808acfa41d', '5b3113bed6f7a236',
+          '76199d1626d99a07', 'a7ae8ab54e1dad7b', 'ae0ca153eb452ca9', 'd3f4cf1c3a5c2c5b',
+          'dc41e7f12e47e85f',)),
+    ),
+    hint='each block keeps its size',
+    decade=0, sign=1,
+)
+
 
 @_builds_on("gpt2_params", "embedding_share")
 def check_tys1(params_millions, embedding_percent) -> None:
     """Test-yourself 1: GPT-2 small's parameters (millions, about) and embedding share (%)."""
-    s = GPT2_SMALL
-    c = count_params(_shape(**s))
-    total, E, tok = c.total, c.embedding, s["d_vocab"] * s["d_model"]
-    check_value(params_millions, total / 1e6, what="tys1_params_millions", rel=0.005,
-                mistakes={
-                    "that counts the tied head a second time": (total + tok) / 1e6,
-                    "that is the blocks alone: add the embeddings": (total - E) / 1e6,
-                    "the answer is in millions: divide the count by 1,000,000": total,
-                    "the answer is in millions, not billions": total / 1e9,
-                })
-    check_value(embedding_percent, 100 * E / total, what="tys1_embedding_percent", rel=0.002,
-                mistakes={
-                    "give a percentage (0 to 100), not a fraction": E / total,
-                    "the position embedding is part of the embeddings too": 100 * tok / total,
-                    "divide by all the parameters, not by the rest of the model":
-                        100 * E / (total - E),
-                    "the total counts the tied head twice": 100 * E / (total + tok),
-                })
-
-
-def _option(x) -> str:
-    return x.strip().lower().replace("_", "-").replace(" ", "-") if isinstance(x, str) else x
+    check_sealed(params_millions, TYS1_PARAMS)
+    check_sealed(embedding_percent, TYS1_EMBEDDING)
 
 
 def check_tys2(bigger, ff_share) -> None:
     """Test-yourself 2: which part of a block is bigger, and the feed-forward share of a
     block's weight matrices (biases and norms ignored)."""
-    check_choice(_option(bigger), "feed-forward", what="tys2_bigger",
-                 choices=("attention", "feed-forward", "equal"), hints={
-                     "attention": "attention has four d_model × d_model matrices; count the "
-                                  "feed-forward layer's two matrices and their shape",
-                     "equal": "count the entries of each matrix: the feed-forward ones are "
-                              "4·d_model wide on one side",
-                 })
-    check_value(ff_share, 2 / 3, what="tys2_ff_share", rel=0.002, mistakes={
-        "that is feed-forward ÷ attention, a ratio; the share is feed-forward ÷ the block": 2,
-        "that is attention's share": 1 / 3,
-        "the two parts are not equal in size": 1 / 2,
-        "give a fraction between 0 and 1, not a percentage": 200 / 3,
-    })
+    check_sealed(bigger, TYS2_BIGGER)
+    check_sealed(ff_share, TYS2_FF_SHARE)
 
 
 def check_tys3(width_factor, layers_factor) -> None:
     """Test-yourself 3: how a block grows when d_model doubles, and all blocks together when
     n_layers doubles (to the nearest whole factor)."""
-    check_value(width_factor, 4, what="tys3_width_factor", rel=0.01, mistakes={
-        "a d_model × d_model matrix doubles along both sides": 2,
-        "block parameters grow with d_model², not d_model³": 8,
-        "doubling d_model grows every matrix in the block": 1,
-    })
-    check_value(layers_factor, 2, what="tys3_layers_factor", rel=0.01, mistakes={
-        "each block keeps its size, but there are twice as many blocks": 1,
-        "doubling the layers adds blocks; it does not widen them": 4,
-    })
+    check_sealed(width_factor, TYS3_WIDTH)
+    check_sealed(layers_factor, TYS3_LAYERS)
 
 
 # --- recap: the three costs of a spec sheet --------------------------------------------------

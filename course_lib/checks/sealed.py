@@ -1,0 +1,315 @@
+"""Sealed answers: a check that says right or wrong without holding the right value.
+
+A test-yourself question ("about how many parameters does GPT-2 small have, in millions?") is
+checked in the notebook, so whatever the check compares with is on the learner's disk.  A
+:class:`Sealed` answer keeps only salted, deliberately slow hashes of the *canonical forms*
+that count as right, and of those that known mistakes give (each with its hint).  A check
+hashes the learner's answer the same way and looks it up: it can name the mistake without the
+value appearing in the notebook, in ``course_lib`` or in a message.
+
+Numbers and tolerance.  The canonical form of a number at ``digits`` significant figures is
+``format(x, ".{digits-1}e")`` (``124.44`` at 4 figures is ``"1.244e+02"``).  Sealing a value
+``v`` with relative tolerance ``rel`` picks the fewest figures whose step is at most
+``rel·|v|`` and stores every canonical form that a number in ``[v - rel·|v|, v + rel·|v|]``
+rounds to (3 to 21 of them).  So every answer within the tolerance is accepted, and the
+accepted region overshoots the tolerance by at most half a step (at most ``rel/2`` more)
+on each side.  Known mistakes are sealed the same way, with the same figures, and an answer
+that is right is never reported as a mistake.  ``rel=0`` seals an exact whole number.
+
+Choices.  The canonical form of a choice is the option, stripped and lower-cased, with ``_``
+and spaces read as ``-``; the options themselves are public (the check lists them).
+
+What sealing does and does not do.  It keeps a value from being *read*: from the notebook,
+from ``course_lib``'s source, from a check's message.  It is not encryption: a learner who
+hashes candidates one by one (each costs :data:`ITERATIONS` rounds of PBKDF2-SHA256, about
+0.05 s) finds a value with few significant figures in minutes, and course_lib's counters
+compute most answers anyway.  The only plain facts stored are the power of ten of a number
+(``decade``, for "about 100 times too large") and its sign.
+
+To seal an answer, run (never commit the plain value)::
+
+    python -m course_lib.checks.sealed number 124.44 --what tys1_params_millions \\
+        --salt lesson1/tys1_params_millions --rel 0.005 \\
+        --mistake "that counts the tied head a second time=163.04"
+
+and paste the printed ``Sealed(...)`` into the lesson's checks module; check answers with
+:func:`course_lib.checks.check_sealed`.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import numbers
+import sys
+from dataclasses import dataclass, field
+
+ITERATIONS = 60_000
+"""PBKDF2 rounds per hash: slow enough to make guessing tedious, fast enough for a check."""
+
+_HEX = 16
+"""Hex digits kept of each hash (64 bits: collisions are not a concern at this scale)."""
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """One sealed answer.
+
+    Attributes:
+        what: the answer's name as the learner sees it, e.g. ``"tys1_params_millions"``.
+        salt: unique per answer, e.g. ``"lesson1/tys1_params_millions"``.
+        kind: ``"number"`` or ``"choice"``.
+        digits: significant figures of the canonical form (``None``: exact whole number,
+            or a choice).
+        right: hashes of the canonical forms that count as right.
+        mistakes: ``((hint, hashes), ...)`` in order: the first whose hashes hold the
+            answer's hash names the mistake.
+        hint: said when an answer matches neither the right forms nor a known mistake.
+        choices: the allowed options of a choice (public).
+        decade: ``floor(log10(|value|))`` of a number (for size hints), or ``None``.
+        sign: ``1``, ``-1`` or ``0``: the sign of a number.
+    """
+    what: str
+    salt: str
+    kind: str
+    digits: int | None
+    right: tuple[str, ...]
+    mistakes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    hint: str = ""
+    choices: tuple[str, ...] = ()
+    decade: int | None = None
+    sign: int = 1
+
+    def __post_init__(self):
+        if self.kind not in ("number", "choice"):
+            raise ValueError(f"kind must be 'number' or 'choice', got {self.kind!r}")
+        if not self.right:
+            raise ValueError(f"{self.what}: a sealed answer needs at least one right form")
+        if self.kind == "choice" and not self.choices:
+            raise ValueError(f"{self.what}: a sealed choice needs its choices")
+
+    def literal(self, indent: str = "") -> str:
+        """Python source that rebuilds this object (for pasting into a checks module)."""
+        pad = indent + "    "
+
+        def hashes(hs: tuple[str, ...], at: str) -> list[str]:
+            rows = [", ".join(repr(h) for h in hs[i:i + 4]) + "," for i in range(0, len(hs), 4)]
+            return [f"{at}({rows[0]}"] + [f"{' ' * len(at)} {r}" for r in rows[1:]]
+
+        lines = ["Sealed(", f"{pad}what={self.what!r}, salt={self.salt!r}, kind={self.kind!r}, "
+                 f"digits={self.digits!r},"]
+        right = hashes(self.right, f"{pad}right=")
+        lines += right[:-1] + [right[-1] + "),"]
+        if self.mistakes:
+            lines.append(f"{pad}mistakes=(")
+            for hint, hs in self.mistakes:
+                lines.append(f"{pad}    ({hint!r},")
+                rows = hashes(hs, f"{pad}     ")
+                lines += rows[:-1] + [rows[-1] + ")),"]
+            lines.append(f"{pad}),")
+        if self.hint:
+            lines.append(f"{pad}hint={self.hint!r},")
+        if self.choices:
+            lines.append(f"{pad}choices={self.choices!r},")
+        if self.kind == "number":
+            lines.append(f"{pad}decade={self.decade!r}, sign={self.sign!r},")
+        lines.append(f"{indent})")
+        return "\n".join(lines)
+
+
+def normalize_choice(x) -> str:
+    """A choice's canonical form: stripped, lower-case, ``_`` and spaces read as ``-``."""
+    return x.strip().lower().replace("_", "-").replace(" ", "-") if isinstance(x, str) else x
+
+
+def is_number(x) -> bool:
+    """A real number (Python, numpy or torch scalar), not a bool."""
+    return (isinstance(x, numbers.Real) and not isinstance(x, bool)) or (
+        hasattr(x, "item") and getattr(x, "ndim", 1) == 0 and not isinstance(x, bool))
+
+
+def canonical(x, digits: int | None) -> str:
+    """The canonical text of number ``x``: ``digits`` significant figures in ``e`` notation,
+    or, with ``digits=None``, the exact whole number (``"124439808"``).
+
+    Raises ValueError for a non-finite number, or a non-whole one with ``digits=None``."""
+    x = x.item() if hasattr(x, "item") else x
+    xf = float(x)
+    if not math.isfinite(xf):
+        raise ValueError(f"not a finite number: {x!r}")
+    if digits is None:
+        if isinstance(x, int):
+            return str(x)
+        if not xf.is_integer():
+            raise ValueError(f"not a whole number: {x!r}")
+        return str(int(xf))
+    text = format(xf, f".{digits - 1}e")
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def digest(salt: str, form: str) -> str:
+    """The hash of one canonical form (PBKDF2-SHA256, :data:`ITERATIONS` rounds, salted)."""
+    raw = hashlib.pbkdf2_hmac("sha256", form.encode(), ("course-sealed:" + salt).encode(),
+                              ITERATIONS)
+    return raw.hex()[:_HEX]
+
+
+def _decade(v: float) -> int:
+    return math.floor(math.log10(abs(v))) if v else 0
+
+
+def _digits_for(value: float, rel: float) -> int:
+    """Fewest significant figures whose step at ``value`` is at most ``rel * |value|``."""
+    return max(1, math.ceil(_decade(value) + 1 - math.log10(rel * abs(value)) - 1e-12))
+
+
+def accepted_forms(value: float, rel: float, digits: int | None) -> list[str]:
+    """Every canonical form a number within ``rel`` of ``value`` rounds to (sorted)."""
+    if digits is None:
+        return [canonical(value, None)]
+    lo, hi = value - rel * abs(value), value + rel * abs(value)
+    # the finest step in the interval is at its smallest magnitude
+    small = min(abs(lo), abs(hi)) if lo * hi > 0 else 0.0
+    step = 10.0 ** ((_decade(small) if small else _decade(value) - 3) - digits + 1) / 4
+    n = min(int((hi - lo) / step) + 2, 200_000)
+    forms = {canonical(lo + (hi - lo) * i / n, digits) for i in range(n + 1)}
+    return sorted(forms)
+
+
+def seal_number(what: str, value, *, salt: str, rel: float, mistakes=None,
+                hint: str = "") -> Sealed:
+    """Seal number ``value``: right within relative tolerance ``rel`` (``0``: an exact whole
+    number).  ``mistakes`` is ``{hint: wrong value}`` (sealed with the same figures and
+    tolerance; a mistake within tolerance of ``value`` is dropped)."""
+    if not is_number(value):
+        raise ValueError(f"{what}: value must be a number, got {value!r}")
+    value = float(value.item() if hasattr(value, "item") else value)
+    if rel < 0 or not math.isfinite(rel):
+        raise ValueError(f"{what}: rel must be a finite number >= 0, got {rel!r}")
+    if rel == 0 and not value.is_integer():
+        raise ValueError(f"{what}: rel=0 seals whole numbers only; give a tolerance for {value!r}")
+    if rel > 0 and value == 0:
+        raise ValueError(f"{what}: a relative tolerance cannot seal 0 (seal it with rel=0)")
+    digits = None if rel == 0 else _digits_for(value, rel)
+    right = accepted_forms(value, rel, digits)
+    sealed_mistakes = []
+    for text, wrong in (mistakes or {}).items():
+        wrong = float(wrong)
+        if wrong == value or (rel and abs(wrong - value) <= rel * abs(value)):
+            continue
+        if digits is None and not wrong.is_integer():
+            continue  # an exact whole answer cannot equal a fraction
+        forms = [f for f in accepted_forms(wrong, rel, digits) if f not in right]
+        sealed_mistakes.append((text, tuple(sorted(digest(salt, f) for f in forms))))
+    return Sealed(what=what, salt=salt, kind="number", digits=digits,
+                  right=tuple(sorted(digest(salt, f) for f in right)),
+                  mistakes=tuple(sealed_mistakes), hint=hint, decade=_decade(value),
+                  sign=(value > 0) - (value < 0))
+
+
+def seal_choice(what: str, answer: str, *, salt: str, choices, hints=None,
+                hint: str = "") -> Sealed:
+    """Seal the right option ``answer`` of ``choices``; ``hints`` is ``{wrong option: hint}``."""
+    options = tuple(normalize_choice(c) for c in choices)
+    answer = normalize_choice(answer)
+    if answer not in options:
+        raise ValueError(f"{what}: {answer!r} is not one of {options}")
+    sealed_mistakes = tuple((text, (digest(salt, normalize_choice(option)),))
+                            for option, text in (hints or {}).items()
+                            if normalize_choice(option) != answer)
+    return Sealed(what=what, salt=salt, kind="choice", digits=None,
+                  right=(digest(salt, answer),), mistakes=sealed_mistakes, hint=hint,
+                  choices=options, decade=None, sign=0)
+
+
+@dataclass
+class Verdict:
+    """What a sealed answer says about one answer: ``ok`` and, if not, the ``message``."""
+    ok: bool
+    message: str = ""
+    mistake: str | None = None
+    form: str | None = field(default=None, repr=False)
+
+
+def judge(sealed: Sealed, got) -> Verdict:
+    """Compare ``got`` with a sealed answer (no exception: see :class:`Verdict`)."""
+    what = sealed.what
+    if sealed.kind == "choice":
+        form = normalize_choice(got)
+        if form not in sealed.choices:
+            return Verdict(False, f"{what}: answer with one of "
+                                  f"{', '.join(map(repr, sealed.choices))}, got {got!r:.60}")
+        h = digest(sealed.salt, form)
+        if h in sealed.right:
+            return Verdict(True, form=form)
+        for text, hashes in sealed.mistakes:
+            if h in hashes:
+                return Verdict(False, f"{what}: {form!r} is not right: {text}", text, form)
+        return Verdict(False, f"{what}: {form!r} is not right: "
+                              f"{sealed.hint or 'think again about what each option means'}",
+                       form=form)
+    if not is_number(got):
+        return Verdict(False, f"{what}: expected a number, got {type(got).__name__} {got!r:.60}")
+    try:
+        form = canonical(got, sealed.digits)
+    except ValueError:
+        x = got.item() if hasattr(got, "item") else got
+        if not math.isfinite(float(x)):
+            return Verdict(False, f"{what}: got {x}, which is not a finite number")
+        return Verdict(False, f"{what}: expected a whole number, got {x!r}")
+    h = digest(sealed.salt, form)
+    if h in sealed.right:
+        return Verdict(True, form=form)
+    for text, hashes in sealed.mistakes:
+        if h in hashes:
+            return Verdict(False, f"{what} is not right: {text}", text, form)
+    return Verdict(False, f"{what} is not right: {_size_hint(sealed, float(form))}", form=form)
+
+
+def _size_hint(sealed: Sealed, x: float) -> str:
+    hint = sealed.hint
+    if sealed.decade is None:
+        return hint or "think again"
+    if x == 0:
+        return "you answered 0" + (f"; {hint}" if hint else "")
+    if sealed.sign and (x > 0) != (sealed.sign > 0):
+        return "its sign is wrong"
+    k = _decade(x) - sealed.decade
+    if k:
+        side = "too large" if k > 0 else "too small"
+        return f"it is {side} by a factor of about {10 ** abs(k):,}" + (f"; {hint}" if hint else "")
+    return hint or "it has the right order of magnitude, but is not within the tolerance"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_lib.checks.sealed",
+                                     description="Print a Sealed(...) literal for a checks module.")
+    sub = parser.add_subparsers(dest="kind", required=True)
+    num = sub.add_parser("number", help="seal a number")
+    num.add_argument("value", type=float)
+    num.add_argument("--rel", type=float, required=True, help="relative tolerance (0: exact)")
+    num.add_argument("--mistake", action="append", default=[], metavar="HINT=VALUE")
+    ch = sub.add_parser("choice", help="seal a choice")
+    ch.add_argument("answer")
+    ch.add_argument("--choices", required=True, help="comma-separated options")
+    ch.add_argument("--mistake", action="append", default=[], metavar="OPTION=HINT")
+    for p in (num, ch):
+        p.add_argument("--what", required=True)
+        p.add_argument("--salt", required=True)
+        p.add_argument("--hint", default="")
+    args = parser.parse_args(argv)
+    pairs = [m.rsplit("=", 1) if args.kind == "number" else m.split("=", 1) for m in args.mistake]
+    if any(len(p) != 2 for p in pairs):
+        parser.error("--mistake takes HINT=VALUE (number) or OPTION=HINT (choice)")
+    if args.kind == "number":
+        sealed = seal_number(args.what, args.value, salt=args.salt, rel=args.rel,
+                             mistakes={h: float(v) for h, v in pairs}, hint=args.hint)
+    else:
+        sealed = seal_choice(args.what, args.answer, salt=args.salt,
+                             choices=args.choices.split(","), hints=dict(pairs), hint=args.hint)
+    print(sealed.literal())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
