@@ -90,6 +90,20 @@ def toy_block(style="gpt2", d_model=32, n_heads=4, n_kv_heads=None, d_ff=None, s
     return block.eval()
 
 
+def zero_input_projections(block: TransformerBlock) -> TransformerBlock:
+    """The tempting wrong way to silence a block, for the notebook's comparison: zero what
+    *reads* the stream (query, key, value, up and gate projections, with their biases) in place.
+    Returns the block."""
+    with torch.no_grad():
+        for layer in (block.attn.q_proj, block.attn.k_proj, block.attn.v_proj,
+                      *((block.mlp.up, block.mlp.gate) if block.mlp is not None else ())):
+            if layer is not None:
+                torch.nn.init.zeros_(layer.weight)
+                if layer.bias is not None:
+                    torch.nn.init.zeros_(layer.bias)
+    return block
+
+
 def toy_feed_forward(d_model=32, d_ff=64, seed=0):
     """A GELU FeedForward (with biases) with random parameters."""
     mlp = FeedForward(d_model, d_ff, "gelu")
@@ -581,6 +595,9 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (dict(how="ff", k=36
             }
             if removed != total_removed:
                 mistakes["that is what the whole model lost; split it by part"] = total_removed
+            if removed:
+                mistakes["this part lost parameters too: count its parameters in both models "
+                         "and subtract"] = 0
             check_value(got[part], removed, what=f"{label}[{part!r}]", integer=True,
                         mistakes=mistakes)
         one = task.accuracy(compressed, 1)
