@@ -464,7 +464,7 @@ def check_requests_that_fit(fn, cases: Sequence[Mapping] | None = None) -> None:
             raise ValueError(f"{s.name}: sliding_window={s.sliding_window} is outside this check")
         n, mem, b = case["n_tokens"], case["memory_bytes"], case.get("bytes_per_number", BYTES_16BIT)
         dt = _dtype(b)
-        label = (f"requests_that_fit({s.name or f'a shape with {s.n_kv_heads} kv heads'}, "
+        label = (f"requests_that_fit({s.name or 'a shape'} (n_kv_heads={s.n_kv_heads}), "
                  f"n_tokens={n}, memory_bytes={mem}, bytes_per_number={b})")
         got = _own(fn, s, n, mem, b)
         w, seq = weight_bytes(s, dt), kv_cache_bytes_per_sequence(s, n, dt)
@@ -485,7 +485,7 @@ def check_requests_that_fit(fn, cases: Sequence[Mapping] | None = None) -> None:
             mistakes = {"the weights alone do not fit, so no request fits: return 0":
                         (mem - w) // seq, **mistakes}
         with _builds_on("card_params", "kv_bytes_per_token"):
-            check_value(got, expected, what=label, integer=True, mistakes=mistakes)
+            check_value(got, expected, what=label, integer=True, mistakes=_merged(mistakes))
 
 
 # --- the four sizes (the recap) ----------------------------------------------------------------
