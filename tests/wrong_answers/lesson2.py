@@ -65,11 +65,10 @@ WRONG = [
     Wrong("q-attention", _attention(dim="-2"), ["t-attention"],
           "softmax over the queries (dim -2) instead of the keys"),
 
-    # --- exercise 2: the largest weight (test-yourself 2 reads its figures) ----------------------
+    # --- exercise 2: the largest weight (test-yourself 2 reads its figures; the forgotten scale
+    # is exercise 1's entry) ---------------------------------------------------------------------
     Wrong("q-largest-weight", _WEIGHT.format(scale="scores = scores / d_k if scaled else scores").strip(),
           ["t-largest-weight", "t-tys2"], "scores divided by d_k instead of sqrt(d_k)"),
-    Wrong("q-largest-weight", _WEIGHT.format(scale="pass  # the scale forgotten").strip(),
-          ["t-largest-weight", "t-tys2"], "the scale forgotten: scaled and unscaled give the same"),
 
     # --- exercise 3: the causal mask ---------------------------------------------------------------
     Wrong("q-causal-mask", "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).tril(-1)",
@@ -136,10 +135,12 @@ paper_score_std = (torch.randn(10_000, 64, generator=g) * torch.randn(10_000, 64
     # --- test yourself ------------------------------------------------------------------------------------
     Wrong("q-tys1", 'tys1 = {"query": "b", "key": "c", "value": "a"}', ["t-tys1"],
           "key and value swapped"),
-    Wrong("q-tys2", 'tys2_reason = "b"\ntys2_unscaled = 0.92\ntys2_scaled = 0.34', ["t-tys2"],
-          "the module text's figures instead of one's own measurement"),
+    # q-largest-weight's entry also costs t-tys2, so this one goes first (its pack) and the
+    # module text's figures second, in a pack of their own for t-tys2.
     Wrong("q-tys2", 'tys2_reason = "a"\ntys2_unscaled = unscaled\ntys2_scaled = scaled', ["t-tys2"],
           "the scale taken as what makes the weights sum to 1"),
+    Wrong("q-tys2", 'tys2_reason = "b"\ntys2_unscaled = 0.92\ntys2_scaled = 0.34', ["t-tys2"],
+          "the module text's figures instead of one's own measurement"),
     Wrong("q-tys3", 'tys3_mask_does = "c"\ntys3_without = "b"', ["t-tys3"],
           "the mask taken to hide the token itself (the off-by-one mask)"),
     Wrong("q-tys3", 'tys3_mask_does = "a"\ntys3_without = "a"', ["t-tys3"],
