@@ -15,7 +15,9 @@ value:
   functions may not call);
 * a compression report, against parameters counted from the modules and ``ChainTask.accuracy``.
 
-Test blocks, layers and models are made here from small dicts (``dict(style="llama", seed=1)``)
+Each case that passes ends in the check primitives (``check_close``, ``check_value``,
+``check_choice``), so the grader gets a record of the learner's values to compare with the model
+answer's.  Test blocks, layers and models are made here from small dicts (``dict(style="llama", seed=1)``)
 with every parameter drawn at random, biases and norms included, so that a bias left in place
 shows.  The notebook's hidden tests pass specs the learner has not seen.
 """
@@ -33,7 +35,7 @@ from ..compression import (chain_task, load_chain_model, neuron_scores, prune_fe
                            share_kv_heads)
 from ..params import block_params
 from ..shapes import gpt2_shape, llama_shape
-from . import CheckFailed, check_choice, check_value, own_work
+from . import CheckFailed, check_choice, check_close, check_value, own_work
 
 # --- the lesson's fixed inputs ------------------------------------------------------------------
 
@@ -227,6 +229,9 @@ def check_stream_parts(fn, blocks: Sequence[Mapping] = (dict(style="gpt2", seed=
                     if _close(m, wrong):
                         raise CheckFailed(f"{label}[1]: {hint}")
                 raise CheckFailed(f"{label}[1], the feed-forward note, is not right")
+            # the same comparisons through the check primitives (records for the grader)
+            check_close(a, ref_a, what=f"{label}[0], attention's note", rtol=_ATOL, atol=_ATOL)
+            check_close(m, ref_m, what=f"{label}[1], the feed-forward note", rtol=_ATOL, atol=_ATOL)
 
 
 # --- 2. counting a block by part -------------------------------------------------------------
@@ -367,6 +372,11 @@ def check_no_op(fn, blocks: Sequence[Mapping] = (dict(style="gpt2", seed=0),)) -
             out = block(x)
         exact = torch.equal(out, x)
         if exact and set(outputs) <= zero and set(changed) <= set(outputs):
+            # the same verdict through the check primitives (records for the grader)
+            check_close(out, x, what=f"{label}: block(x), which must be x", rtol=0, atol=0)
+            check_value(sum(after[n].numel() for n in changed if n not in outputs), 0,
+                        what=f"{label}: parameters changed outside the output projections",
+                        integer=True)
             continue
         inputs_zero = [n for n in _INPUTS if n in zero]
         if inputs_zero and not set(outputs) <= zero:
@@ -433,6 +443,10 @@ def check_add_block(fn, cases: Sequence[Mapping] = (dict(model="chain", where=1)
         with torch.no_grad():
             got = result(tokens)
         if torch.equal(got, expected):
+            check_value(len(blocks), n_before + 1, what=f"{label}: blocks in the new model",
+                        integer=True)
+            check_close(got, expected, what=f"{label}: logits, which must be the original's",
+                        rtol=0, atol=0)
             continue
         if new.attn.out_proj.weight.detach().any() or new.mlp.down.weight.detach().any():
             raise CheckFailed(f"{label}: the logits change: the new block writes into the stream "
@@ -463,6 +477,7 @@ def check_neuron_scores(fn, layers: Sequence[Mapping] = (dict(d_model=32, d_ff=6
             got = _tensor(got, (d_ff,), label)
             expected = neuron_scores(mlp)
             if _close(got, expected):
+                check_close(got, expected, what=label, rtol=_ATOL, atol=_ATOL)
                 continue
             r_up, r_down = up.norm(dim=1), down.norm(dim=0)
             with_bias = torch.cat([up, mlp.up.bias[:, None]], 1).norm(dim=1) * r_down
@@ -543,10 +558,17 @@ def check_prune(fn, cases: Sequence[Mapping] = (dict(model="chain", k=40),)) -> 
                     raise CheckFailed(f"{label}: block {i}: keep down.bias whole: it belongs to "
                                       "no neuron")
         tokens = _tokens(model, k)
+        reference = prune_feed_forward(model, k)
         with torch.no_grad():
-            if not _close(result(tokens), prune_feed_forward(model, k)(tokens)):
-                raise CheckFailed(f"{label}: the pruned model's logits are not right (is "
-                                  "anything else changed?)")
+            got, expected = result(tokens), reference(tokens)
+        if not _close(got, expected):
+            raise CheckFailed(f"{label}: the pruned model's logits are not right (is anything "
+                              "else changed?)")
+        check_value(sum(p.numel() for p in result.parameters()),
+                    sum(p.numel() for p in reference.parameters()),
+                    what=f"{label}: parameters of the pruned model", integer=True)
+        check_close(got, expected, what=f"{label}: logits of the pruned model", rtol=_ATOL,
+                    atol=_ATOL)
 
 
 # --- recap: where was it compressed, and what did we test? ------------------------------------
