@@ -32,7 +32,8 @@ from ..memory import (kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, req
 from ..params import count_params, mlp_params
 from ..shapes import ModelShape
 from ..units import GB, GiB, TiB, dtype_bytes
-from . import CheckFailed, check_value, own_work
+from . import CheckFailed, check_choice, check_sealed, check_value, own_work
+from .sealed import Sealed
 
 # --- what the capstone covers ------------------------------------------------------------------
 
@@ -75,28 +76,26 @@ RECAP_LESSONS = ("The shape of a transformer", "Attention", "The block",
                  "Position and context", "Generation and the KV cache",
                  "Variants and the model card")
 """The module's six lessons, numbered 1 to 6."""
-_IDEAS = ("Five numbers on a spec sheet give parameters, memory and compute",
-          "Each token blends the values of the tokens it matches",
-          "Heads and feed-forward layers write notes into a shared stream, and the "
-          "feed-forward layer holds two thirds of the weights",
-          "Order must be added, and attention cost grows with the square of the length",
-          "Keys and values are kept, so memory per request sets how many fit",
-          "Total parameters set memory, active parameters set compute, and key and value heads "
-          "set the cache")
-_QUESTIONS = ("What are the layers, width, heads, vocabulary and context, and what do they cost?",
-              "For our failures on long inputs, was the information missing or ignored?",
-              "Where was this model compressed, and what did we test?",
-              "What do latency, cost and accuracy look like at our longest input?",
-              "How many requests fit beside the weights at our context length?",
-              "What are total and active parameters and cache per token for each candidate?")
-_IDEA_ORDER = (5, 3, 1, 6, 2, 4)      # lesson shown under letters A..F
-_QUESTION_ORDER = (4, 6, 2, 5, 1, 3)  # lesson shown under letters P..U
-RECAP_IDEAS = {letter: _IDEAS[i - 1] for letter, i in zip("ABCDEF", _IDEA_ORDER)}
-"""The module recap's ideas, shuffled, under letters A to F."""
-RECAP_QUESTIONS = {letter: _QUESTIONS[i - 1] for letter, i in zip("PQRSTU", _QUESTION_ORDER)}
-"""The module recap's questions, shuffled, under letters P to U."""
-_IDEA_OF = {i: letter for letter, i in zip("ABCDEF", _IDEA_ORDER)}
-_QUESTION_OF = {i: letter for letter, i in zip("PQRSTU", _QUESTION_ORDER)}
+RECAP_IDEAS = {
+    "A": "Keys and values are kept, so memory per request sets how many fit",
+    "B": "Heads and feed-forward layers write notes into a shared stream, and the feed-forward "
+         "layer holds two thirds of the weights",
+    "C": "Five numbers on a spec sheet give parameters, memory and compute",
+    "D": "Total parameters set memory, active parameters set compute, and key and value heads "
+         "set the cache",
+    "E": "Each token blends the values of the tokens it matches",
+    "F": "Order must be added, and attention cost grows with the square of the length",
+}
+"""The ideas of the module's recap table, shuffled, under letters A to F."""
+RECAP_QUESTIONS = {
+    "P": "What do latency, cost and accuracy look like at our longest input?",
+    "Q": "What are total and active parameters and cache per token for each candidate?",
+    "R": "For our failures on long inputs, was the information missing or ignored?",
+    "S": "How many requests fit beside the weights at our context length?",
+    "T": "What are the layers, width, heads, vocabulary and context, and what do they cost?",
+    "U": "Where was this model compressed, and what did we test?",
+}
+"""The questions of the module's recap table, shuffled, under letters P to U."""
 
 
 # --- the learner's own reading -----------------------------------------------------------------
@@ -136,12 +135,22 @@ def own_reading(fn: Callable, *args, **kwargs):
     (``shape_from_config``, ``load_card``, ...) or the shape's ``kv_cache_width``: in the
     capstone, reading the config's keys is part of the answer."""
     found: list = []
-    with _watch_readers(found):
-        result = own_work(fn, *args, **kwargs)
+
+    def reader_used():
+        return CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls course_lib's "
+                           f"card reader ({found[0]}): read the config's keys yourself (the "
+                           "table in section 1 lists them), then use course_lib to check")
+    try:
+        with _watch_readers(found):
+            result = own_work(fn, *args, **kwargs)
+    except CheckFailed:
+        raise
+    except Exception:
+        if found:  # the reader's own error (a CardError is a ValueError) is not the learner's
+            raise reader_used() from None
+        raise
     if found:
-        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls course_lib's "
-                          f"card reader ({found[0]}): read the config's keys yourself (the "
-                          "table in section 1 lists them), then use course_lib to check")
+        raise reader_used()
     return result
 
 
@@ -353,24 +362,31 @@ BERT_CONFIG = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidd
 """bert-base-uncased's sizes: an encoder, not one of :data:`FAMILIES`."""
 
 
+_UNKNOWN_OUTCOMES = {
+    "returned numbers": "raise ValueError naming the model_type instead of returning numbers for "
+                        "an architecture you did not write it for",
+    "valueerror without the name": "the ValueError's message should name the model_type "
+                                   "('bert'), so the reader knows which card failed",
+    "another error": "check model_type first, and raise ValueError naming it (a KeyError from "
+                     "a missing key says nothing about the family)",
+}
+
+
 def check_unknown_family(fn) -> None:
     """``fn`` must raise ValueError naming the model_type for a card outside :data:`FAMILIES`
     (a BERT card), not return numbers for an architecture it does not know."""
     label = "size_card(<bert-base-uncased>, ...)"
     try:
-        result = own_reading(fn, copy.deepcopy(BERT_CONFIG), *_scenario(SCENARIO))
+        own_reading(fn, copy.deepcopy(BERT_CONFIG), *_scenario(SCENARIO))
+        outcome = "returned numbers"
     except CheckFailed:
         raise
     except ValueError as e:
-        if "bert" not in str(e):
-            raise CheckFailed(f"{label} raised ValueError, but its message ({str(e)!r:.80}) "
-                              "does not name the model_type 'bert'") from None
-        return
-    except Exception as e:  # noqa: BLE001 - the learner's error is the feedback
-        raise CheckFailed(f"{label} raised {type(e).__name__} ({e!s:.60}): check model_type "
-                          "first and raise ValueError naming it") from None
-    raise CheckFailed(f"{label} returned {result!r:.60} for a family it was not written for: "
-                      "raise ValueError naming the model_type instead")
+        outcome = "valueerror naming it" if "bert" in str(e) else "valueerror without the name"
+    except Exception:  # noqa: BLE001 - which error the learner raised is the feedback
+        outcome = "another error"
+    check_choice(outcome, "valueerror naming it", what=label,
+                 choices=("valueerror naming it", *_UNKNOWN_OUTCOMES), hints=_UNKNOWN_OUTCOMES)
 
 
 # --- exercise 2: the serving scenario ----------------------------------------------------------
@@ -413,26 +429,52 @@ def check_servable(fn, cards=CANDIDATES, scenarios: Sequence[Mapping] = (SCENARI
             check_value(result[name], n, what=f"{label}[{name!r}]", integer=True, mistakes=m)
 
 
+WALKAWAY_MIN_PARAMS = 7_000_000_000
+"""The walk-away's model: of the cards that serve :data:`SCENARIO`, those of at least this many
+total parameters, and of them the one that serves the most requests."""
+
+
+def _walkaway_verdicts() -> tuple[str, dict]:
+    """The walk-away's model, and for every other candidate why it is not that one."""
+    configs = _cards(CANDIDATES)
+    context, memory, dtype = _scenario(SCENARIO)
+    serving = expected_servable(configs, context, memory, dtype)
+    big = {n: r for n, r in serving.items()
+           if count_params(shape_from_config(configs[n])).total >= WALKAWAY_MIN_PARAMS}
+    best = max(big, key=big.get)
+    why = {}
+    for name in CANDIDATES:
+        if name == best:
+            continue
+        if name not in serving:
+            why[name] = (f"{name} cannot serve the scenario: "
+                         + ("its positions are fewer than the requests' tokens"
+                            if context_limit(configs[name]) < context
+                            else "not one request fits beside its weights"))
+        elif name not in big:
+            why[name] = f"{name} has fewer than 7 billion parameters"
+        else:
+            why[name] = (f"{name} serves fewer requests than another candidate of 7 billion "
+                         "parameters or more")
+    return best, why
+
+
 def check_walkaway(answer) -> None:
-    """The walk-away question for a model the learner chose to serve in :data:`SCENARIO`:
+    """The walk-away question for the model the scenario picks (of the cards that serve
+    :data:`SCENARIO`, the one of at least 7 billion parameters that serves the most requests):
     ``{"model", "total_params", "active_params", "kv_cache_bytes_per_token",
     "requests_that_fit"}``."""
     got = _keyed(answer, ("model", *SIZE_KEYS), "walkaway")
-    name = got["model"]
-    if name not in CANDIDATES:
-        raise CheckFailed(f"walkaway['model']: choose one of the candidates "
-                          f"({', '.join(CANDIDATES)}), got {name!r:.60}")
-    cfg = card_config(name)
+    best, why = _walkaway_verdicts()
+    check_choice(got["model"], best.lower(), what="walkaway['model']",
+                 choices=tuple(n.lower() for n in CANDIDATES),
+                 hints={n.lower(): text for n, text in why.items()})
+    cfg = card_config(best)
     context, memory, dtype = _scenario(SCENARIO)
-    if name not in expected_servable({name: cfg}, context, memory, dtype):
-        why = ("its context is shorter than the requests" if context_limit(cfg) < context
-               else "not one request fits beside its weights")
-        raise CheckFailed(f"walkaway['model']: {name} cannot serve the scenario ({why}): "
-                          "choose a model your servable() keeps")
     expected = expected_size(cfg, context, memory, dtype)
     mistakes = size_mistakes(cfg, context, memory, dtype)
     for key in SIZE_KEYS:
-        check_value(got[key], expected[key], what=f"walkaway[{key!r}] for {name}", integer=True,
+        check_value(got[key], expected[key], what=f"walkaway[{key!r}]", integer=True,
                     mistakes=mistakes[key])
 
 
@@ -655,65 +697,197 @@ def check_experts(answer) -> None:
 
 
 # --- the module recap --------------------------------------------------------------------------
+# Which idea and question belong to which lesson is sealed (course_lib.checks.sealed): salted
+# hashes of the right letter and of the letters of the usual confusions, with their hints.
+# Regenerate with course_lib.checks.sealed.seal_choice (salt capstone/recap/<lesson>/<kind>).
 
-_RECAP_HINTS = {
-    (5, 6): "lesson 5 is about what generation keeps per request; lesson 6 compares variants",
-    (6, 5): "lesson 6 compares variants of a card (total, active, kv heads); lesson 5 is about "
-            "what one request keeps",
-    (1, 6): "lesson 1 reads the five numbers of one spec sheet; lesson 6 compares variants",
-    (6, 1): "lesson 6 compares variants of a card; lesson 1 reads five numbers",
-    (2, 4): "lesson 2 is what attention does; lesson 4 is how its cost grows with length",
-    (4, 2): "lesson 4 is order and length; lesson 2 is what attention does",
-    (3, 1): "lesson 3 looks inside one block; lesson 1 reads the whole spec sheet",
+RECAP_SEALS = {
+    1: (
+        Sealed(
+            what='recap[1] idea', salt='capstone/recap/1/idea', kind='choice', digits=None,
+            right=('90bc715568f98676',),
+            mistakes=(
+                ('that one looks inside one block; lesson 1 reads the whole spec sheet',
+                 ('410fccc6c692b83a',)),
+                ('that one compares variants of a card; lesson 1 reads the numbers of one spec sheet',
+                 ('bef414893b66bcc3',)),
+            ),
+            hint='match it by what that lesson made you count',
+            choices=('a', 'b', 'c', 'd', 'e', 'f'),
+        ),
+        Sealed(
+            what='recap[1] question', salt='capstone/recap/1/question', kind='choice', digits=None,
+            right=('b7e8453dc1320faf',),
+            mistakes=(
+                ('that one compares variants of a card; lesson 1 reads the numbers of one spec sheet',
+                 ('50da8b0c0b50dead',)),
+                ('that one looks inside one block; lesson 1 reads the whole spec sheet',
+                 ('5035b62aa00d1b72',)),
+            ),
+            hint='match it by what that lesson made you count',
+            choices=('p', 'q', 'r', 's', 't', 'u'),
+        ),
+    ),
+    2: (
+        Sealed(
+            what='recap[2] idea', salt='capstone/recap/2/idea', kind='choice', digits=None,
+            right=('7aa63726710c9fc7',),
+            mistakes=(
+                ('that one is about order and length; lesson 2 is about what attention does',
+                 ('f332fe64cae20561',)),
+            ),
+            hint='match it by what that lesson made you count',
+            choices=('a', 'b', 'c', 'd', 'e', 'f'),
+        ),
+        Sealed(
+            what='recap[2] question', salt='capstone/recap/2/question', kind='choice', digits=None,
+            right=('fd7be0d1f67f7372',),
+            mistakes=(
+                ('that one is about order and length; lesson 2 is about what attention does',
+                 ('29598fc21281b418',)),
+            ),
+            hint='match it by what that lesson made you count',
+            choices=('p', 'q', 'r', 's', 't', 'u'),
+        ),
+    ),
+    3: (
+        Sealed(
+            what='recap[3] idea', salt='capstone/recap/3/idea', kind='choice', digits=None,
+            right=('5272f390c92a7e0a',),
+            mistakes=(
+                ('that one reads a whole spec sheet; lesson 3 looks inside one block',
+                 ('9056e180b0c860ec',)),
+            ),
+            hint='match it by what that lesson made you count',
+            choices=('a', 'b', 'c', 'd', 'e', 'f'),
+        ),
+        Sealed(
+            what='recap[3] question', salt='capstone/recap/3/question', kind='choice', digits=None,
+            right=('61a05e7b43b3c6fe',),
+            mistakes=(
+                ('that one reads a whole spec sheet; lesson 3 looks inside one block',
+                 ('b1d9f1db295a596b',)),
+            ),
+            hint='match it by what that lesson made you count',
+            choices=('p', 'q', 'r', 's', 't', 'u'),
+        ),
+    ),
+    4: (
+        Sealed(
+            what='recap[4] idea', salt='capstone/recap/4/idea', kind='choice', digits=None,
+            right=('e91826fd66cf4180',),
+            mistakes=(
+                ('that one is about the cache of a request; lesson 4 is about order and the cost of length',
+                 ('5ce1b37f799fea4f',)),
+                ('that one is about what attention does; lesson 4 is about order and length',
+                 ('3e223f42809661d0',)),
+            ),
+            hint='match it by what that lesson made you count',
+            choices=('a', 'b', 'c', 'd', 'e', 'f'),
+        ),
+        Sealed(
+            what='recap[4] question', salt='capstone/recap/4/question', kind='choice', digits=None,
+            right=('1814da0169725bad',),
+            mistakes=(
+                ('that one is about what attention does; lesson 4 is about order and length',
+                 ('f36ee9d6fdbb5674',)),
+                ('that one is about the cache of a request; lesson 4 is about order and the cost of length',
+                 ('d89bf18a29e69b80',)),
+            ),
+            hint='match it by what that lesson made you count',
+            choices=('p', 'q', 'r', 's', 't', 'u'),
+        ),
+    ),
+    5: (
+        Sealed(
+            what='recap[5] idea', salt='capstone/recap/5/idea', kind='choice', digits=None,
+            right=('b35b626559de0332',),
+            mistakes=(
+                ('that one compares variants of a card; lesson 5 is about what one request keeps',
+                 ('12341a586efb7541',)),
+                ('that one is about order and the cost of length; lesson 5 is about what a request keeps',
+                 ('77c4f718282211a5',)),
+            ),
+            hint='match it by what that lesson made you count',
+            choices=('a', 'b', 'c', 'd', 'e', 'f'),
+        ),
+        Sealed(
+            what='recap[5] question', salt='capstone/recap/5/question', kind='choice', digits=None,
+            right=('7d57e76705710c7d',),
+            mistakes=(
+                ('that one is about order and the cost of length; lesson 5 is about what a request keeps',
+                 ('e08bef59a8677924',)),
+                ('that one compares variants of a card; lesson 5 is about what one request keeps',
+                 ('601fac5978fe7867',)),
+            ),
+            hint='match it by what that lesson made you count',
+            choices=('p', 'q', 'r', 's', 't', 'u'),
+        ),
+    ),
+    6: (
+        Sealed(
+            what='recap[6] idea', salt='capstone/recap/6/idea', kind='choice', digits=None,
+            right=('22a73fa12e837d9b',),
+            mistakes=(
+                ('that one is about what one request keeps; lesson 6 compares variants of a card',
+                 ('282b3aa9019156f1',)),
+                ('that one reads the numbers of one spec sheet; lesson 6 compares variants',
+                 ('d656b26bac499362',)),
+            ),
+            hint='match it by what that lesson made you count',
+            choices=('a', 'b', 'c', 'd', 'e', 'f'),
+        ),
+        Sealed(
+            what='recap[6] question', salt='capstone/recap/6/question', kind='choice', digits=None,
+            right=('e8d985080cf2eb6b',),
+            mistakes=(
+                ('that one is about what one request keeps; lesson 6 compares variants of a card',
+                 ('0787ad89457421e9',)),
+                ('that one reads the numbers of one spec sheet; lesson 6 compares variants',
+                 ('67cf0e60dcdfa8fb',)),
+            ),
+            hint='match it by what that lesson made you count',
+            choices=('p', 'q', 'r', 's', 't', 'u'),
+        ),
+    ),
 }
 
 
 def check_recap(answer) -> None:
     """The module's recap table: ``{lesson number: (idea letter, question letter)}`` for lessons
     1 to 6, ideas from :data:`RECAP_IDEAS`, questions from :data:`RECAP_QUESTIONS`."""
-    if not isinstance(answer, Mapping) or sorted(answer) != list(range(1, 7)):
+    if not isinstance(answer, Mapping) or sorted(answer, key=str) != list(range(1, 7)):
         raise CheckFailed("recap: give a dict with keys 1 to 6 (the lessons), each "
                           "(idea letter, question letter)")
     pairs = {}
-    for lesson, pair in answer.items():
-        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise CheckFailed(f"recap[{lesson}]: give a pair (idea letter, question letter), "
+    for lesson in range(1, 7):
+        pair = answer[lesson]
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2 or \
+                not all(isinstance(x, str) for x in pair):
+            raise CheckFailed(f"recap[{lesson}]: give a pair of letters (idea, question), "
                               f"got {pair!r:.40}")
-        idea, question = (x.strip().upper() if isinstance(x, str) else x for x in pair)
-        if idea not in RECAP_IDEAS:
-            raise CheckFailed(f"recap[{lesson}][0]: an idea letter, one of A to F, got {idea!r}")
-        if question not in RECAP_QUESTIONS:
-            raise CheckFailed(f"recap[{lesson}][1]: a question letter, one of P to U, got "
-                              f"{question!r}")
-        pairs[lesson] = (idea, question)
-    for i, what in ((0, "idea"), (1, "question")):
+        pairs[lesson] = tuple(x.strip().upper() for x in pair)
+    for i, what, letters in ((0, "idea", RECAP_IDEAS), (1, "question", RECAP_QUESTIONS)):
         used = [p[i] for p in pairs.values()]
+        for x in used:
+            if x not in letters:
+                raise CheckFailed(f"recap: {what} letters are {', '.join(letters)}; got {x!r:.10}")
         twice = sorted({x for x in used if used.count(x) > 1})
         if twice:
             lessons = [str(k) for k, p in pairs.items() if p[i] == twice[0]]
             raise CheckFailed(f"recap: {what} {twice[0]!r} is given to lessons "
                               f"{' and '.join(lessons)}; each {what} belongs to one lesson")
-    idea_lesson = {letter: i for i, letter in _IDEA_OF.items()}
-    question_lesson = {letter: i for i, letter in _QUESTION_OF.items()}
     for lesson in range(1, 7):
-        idea, question = pairs[lesson]
-        title = f"lesson {lesson} ({RECAP_LESSONS[lesson - 1]})"
-        for got, right, owner, what in ((idea, _IDEA_OF[lesson], idea_lesson, "idea"),
-                                        (question, _QUESTION_OF[lesson], question_lesson,
-                                         "question")):
-            if got != right:
-                hint = _RECAP_HINTS.get((lesson, owner[got]), f"which lesson made you count "
-                                        f"what {what} {got!r} is about?")
-                raise CheckFailed(f"recap[{lesson}]: {what} {got!r} is not the one for {title}: "
-                                  f"{hint}")
+        for i in (0, 1):
+            check_sealed(pairs[lesson][i], RECAP_SEALS[lesson][i])
 
 
 __all__ = [
     "FAMILIES", "SIZE_KEYS", "CANDIDATES", "SCENARIO", "VISIBLE_CARDS", "PAPER_2017",
     "GQA_SCENARIO", "FLASH_CASE", "COPY_PERIOD", "RECAP_LESSONS", "RECAP_IDEAS",
-    "RECAP_QUESTIONS", "BERT_CONFIG", "own_reading", "expected_size", "context_limit",
-    "expected_servable", "size_mistakes", "check_size_card", "check_unknown_family",
-    "check_servable", "check_walkaway", "check_paper_blocks", "copy_eval_losses",
-    "check_copy_losses", "check_score_matrix", "check_flash_tib", "check_gqa", "check_experts",
-    "check_recap",
+    "RECAP_QUESTIONS", "BERT_CONFIG", "WALKAWAY_MIN_PARAMS", "own_reading", "expected_size",
+    "context_limit", "expected_servable", "size_mistakes", "check_size_card",
+    "check_unknown_family", "check_servable", "check_walkaway", "check_paper_blocks",
+    "copy_eval_losses", "check_copy_losses", "check_score_matrix", "check_flash_tib",
+    "check_gqa", "check_experts", "check_recap",
 ]
