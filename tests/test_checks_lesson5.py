@@ -481,3 +481,39 @@ def test_notebook_grading_cells_are_well_formed():
     assert answers == set(tests), "each q- answer cell has its t- test cell"
     assert set(tests) == {"generate-cached", "kv-cache-size", "flops-per-weight-byte",
                           "ridge-point", "requests-fit", "tys1", "tys2", "recap"}
+
+
+def test_every_check_publishes_records_for_the_grader(monkeypatch, capsys):
+    """Under grading (COURSE_CHECK_RECORDS=1) each passing check publishes records (printed
+    outside a kernel), and a cached loop written another way publishes the same ones."""
+    from course_lib.checks import records
+
+    monkeypatch.setenv(records.ENV, "1")
+
+    def published(run) -> list[str]:
+        run()
+        return [ln for ln in capsys.readouterr().out.splitlines()
+                if ln.startswith("COURSE-CHECK-RECORD ")]
+
+    gen = published(lambda: L5.check_generate_cached(gen_right))
+    assert len(gen) == 2 and '"check": "close"' in gen[1]
+
+    @torch.no_grad()
+    def exact_calls(model, prompt, n_new):  # n_new calls, not n_new + 1
+        tokens, out = prompt, model.run(prompt)
+        for i in range(n_new):
+            new = out.logits[:, -1].argmax(-1, keepdim=True)
+            tokens = torch.cat([tokens, new], 1)
+            if i < n_new - 1:
+                out = model.run(new, out.kvs)
+        return tokens
+
+    assert published(lambda: L5.check_generate_cached(exact_calls)) == gen
+    for run in (lambda: L5.check_kv_cache_size(kv_right),
+                lambda: L5.check_flops_per_weight_byte(intensity_right),
+                lambda: L5.check_ridge_point(ridge_right),
+                lambda: L5.check_requests_fit(requests_right),
+                lambda: L5.check_tys1("keys and values", 4.0),
+                lambda: L5.check_tys2(1, 512, "memory", "compute"),
+                lambda: L5.check_recap(17, "memory")):
+        assert published(run)
