@@ -9,7 +9,7 @@ config.json → shape, shipped cards), ``params`` (parameters by part), ``memory
 KV-cache bytes, requests that fit), ``flops`` (multiply-adds, FLOPs, arithmetic intensity),
 ``units`` (dtypes, GiB vs GB), ``checks`` (notebook checks with feedback), ``plots``;
 toy models in torch, loaded on first use: ``attention``, ``block``, ``tiny_gpt``, ``positions``,
-``tiled_attention``, ``moe``, ``tasks``, ``training``, ``profiling``.
+``tiled_attention``, ``moe``, ``tasks``, ``training``, ``profiling``, ``compression``.
 Nothing runs on import.
 """
 from .cards import (SUPPORTED_MODEL_TYPES, CardError, card_config, card_names, config_from_shape,
@@ -49,7 +49,7 @@ _LAZY = {
     "MoEFeedForward": "moe", "active_params_per_token": "moe",
 }
 _TORCH_MODULES = {"attention", "block", "tiny_gpt", "tasks", "training", "positions",
-                  "tiled_attention", "profiling", "moe"}
+                  "tiled_attention", "profiling", "moe", "compression"}
 
 
 def __getattr__(name):
