@@ -234,6 +234,11 @@ def test_unknown_family():
         raise ValueError("unsupported")
     assert "should name the model_type" in fails(C.check_unknown_family, mute)
 
+    def unwritten(config, *a):
+        raise NotImplementedError()
+    with pytest.raises(NotImplementedError):
+        C.check_unknown_family(unwritten)
+
     def reader(config, *a):  # course_lib's CardError names 'bert' too, but it is not theirs
         return cl.shape_from_config(config)
     assert "card reader" in fails(C.check_unknown_family, reader)

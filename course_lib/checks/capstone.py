@@ -379,7 +379,7 @@ def check_unknown_family(fn) -> None:
     try:
         own_reading(fn, copy.deepcopy(BERT_CONFIG), *_scenario(SCENARIO))
         outcome = "returned numbers"
-    except CheckFailed:
+    except (CheckFailed, NotImplementedError):  # an unwritten answer: the grader says so
         raise
     except ValueError as e:
         outcome = "valueerror naming it" if "bert" in str(e) else "valueerror without the name"
