@@ -522,3 +522,33 @@ def test_notebook_types_no_expected_value_in_visible_tests():
         if meta.get("grade") and not meta.get("solution"):
             visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
             assert not re.search(r"\d", visible.replace("lesson4", "")), visible
+
+
+def test_every_check_publishes_records_when_grading(monkeypatch, capsys):
+    """Under grading (COURSE_CHECK_RECORDS=1) each passing check reports the learner's values
+    through the check primitives, one record per compared value."""
+    monkeypatch.setenv("COURSE_CHECK_RECORDS", "1")
+    calls = {
+        "commutes": lambda: L4.check_commutes(commutes_right),
+        "rotary": lambda: L4.check_rotary(rotary_right),
+        "rotary_score": lambda: L4.check_rotary_score(rotary_score_right),
+        "block_macs": lambda: L4.check_block_macs(block_macs_right),
+        "crossover": lambda: L4.check_crossover(crossover_right),
+        "score_bytes": lambda: (L4.check_score_bytes(score_bytes_right), L4.check_score_tib(1.0)),
+        "softmax_update": lambda: L4.check_softmax_update(update_right),
+        "tiled": lambda: L4.check_tiled_attention(tiled_right),
+        "flash": lambda: L4.check_flash(32, 2**20),
+        "tys_crossover": lambda: L4.check_tys_crossover(24_576),
+        "tys_vendor": lambda: L4.check_tys_vendor("abcd"),
+        "longest_input": lambda: L4.check_longest_input(longest_right),
+    }
+    for name, call in calls.items():
+        call()
+        out = capsys.readouterr().out
+        assert out.count("COURSE-CHECK-RECORD ") >= 1, name
+
+
+def test_sealed_answers_are_not_in_the_source():
+    source = Path(L4.__file__).read_text()
+    for plain in ("24576", "24_576", "24,576", "VENDOR_RIGHT"):
+        assert plain not in source
