@@ -14,9 +14,12 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-## Open the course in JupyterLab (lesson 1 first).
+## Open the course in JupyterLab (lesson 1 first).  Your work lives in my-work/ (gitignored):
+## the first run copies the release there; later runs add new notebooks and never overwrite yours.
+WORK := my-work
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks/lesson1/lesson1.ipynb \
+	mkdir -p $(WORK) && cp -rn notebooks/. $(WORK)/
+	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/$(WORK)/lesson1/lesson1.ipynb \
 		$(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 ## Run the whole test suite (what CI runs).
@@ -27,9 +30,9 @@ test: $(STAMP)
 release: $(STAMP)
 	$(BIN)/python -m course_tools.release
 
-## Grade a folder of submissions: make grade SUBMISSIONS=path/to/folder [OUT=grading]
+## Grade a folder of submissions: make grade SUBMISSIONS=path/to/folder [OUT=grading] [GRADE_ARGS="--jobs 2"]
 grade: $(STAMP)
-	$(BIN)/python -m course_tools.grade $(SUBMISSIONS) --out $(or $(OUT),grading)
+	$(BIN)/python -m course_tools.grade $(SUBMISSIONS) --out $(or $(OUT),grading) $(GRADE_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -23,6 +23,7 @@ def _get(url: str):
 
 
 def test_make_lab_serves_the_course(tmp_path):
+    """`make lab` copies the release into my-work/ (never overwriting) and serves lesson 1 there."""
     port, token = _free_port(), "course-test-token"
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path), "BROWSER": "true"}
     args = f"--no-browser --ip=127.0.0.1 --port={port} --IdentityProvider.token={token}"
@@ -43,10 +44,10 @@ def test_make_lab_serves_the_course(tmp_path):
         assert status == 200
         status, page = _get(f"{base}/lab?token={token}")
         assert status == 200 and "JupyterLab" in page
-        status, body = _get(f"{base}/api/contents/notebooks?token={token}")
+        status, body = _get(f"{base}/api/contents/my-work?token={token}")
         listed = {item["name"] for item in json.loads(body)["content"]}
         assert "lesson1" in listed
-        status, body = _get(f"{base}/api/contents/notebooks/lesson1/lesson1.ipynb?token={token}")
+        status, body = _get(f"{base}/api/contents/my-work/lesson1/lesson1.ipynb?token={token}")
         nb = json.loads(body)["content"]
         assert nb["cells"], "lesson 1 opened empty"
     finally:
