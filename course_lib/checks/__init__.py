@@ -66,7 +66,10 @@ def _magnitude_hint(got: float, expected: float) -> str:
     side = "too large" if ratio > 1 else "too small"
     r = ratio if ratio > 1 else 1 / ratio
     if r > 1.5:
-        return f"it is {side} by a factor of about {r:.0f}" if r >= 10 else f"it is {side} by a factor between 1.5 and 10"
+        if r < 10:
+            return f"it is {side} by a factor between 1.5 and 10"
+        # Only the power of ten: an exact factor would give the expected value away.
+        return f"it is {side} by a factor of about {10 ** round(math.log10(r)):,}"
     return f"it is {side}, but by less than half: look for one missing or extra term"
 
 
