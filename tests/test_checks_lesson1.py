@@ -167,7 +167,8 @@ def test_unknown_gpt2_mistake_gets_a_size_hint_not_the_value():
 def test_hard_coded_gpt2_small_fails_a_hidden_shape():
     L1.check_gpt2_params(lambda **s: 124_439_808)  # the visible test alone cannot tell
     msg = fails(L1.check_gpt2_params, lambda **s: 124_439_808, shapes=HIDDEN_LIKE)
-    assert "d_model=1024" in msg
+    assert "a shape the tests keep hidden" in msg
+    assert "d_model=1024" not in msg  # the hidden test's inputs are not shown either
     shows_none_of(msg, gpt2_right(**HIDDEN_LIKE[0]))
 
 
