@@ -2,7 +2,7 @@
 
     import course_lib as cl
     s = cl.load_card("gpt2")
-    cl.count_params(s).total          # 124,439,808 parameters
+    cl.count_params(s).total          # its parameters, by part and in total
 
 Modules, one idea each: ``shapes`` (the ModelShape dataclass), ``cards`` (Hugging Face
 config.json → shape, shipped cards), ``params`` (parameters by part), ``memory`` (weight and

@@ -23,7 +23,7 @@ PARTS = (
 
 
 def human_count(n: float) -> str:
-    """A count in words a reader takes in at a glance: ``124.4M``, ``6.74B``, ``3,072``."""
+    """A count in words a reader takes in at a glance: ``350.0M``, ``6.74B``, ``3,072``."""
     for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
         if abs(n) >= scale:
             value = n / scale

@@ -1,17 +1,16 @@
-"""Feedback a student may read: points per graded cell and the message of each failed test,
-never the code or expected values of hidden tests.
+"""Feedback a student may read: points per graded cell and a message that teaches, never the
+code or the expected values of hidden tests.
 
 nbgrader's own ``generate_feedback`` HTML shows every test cell's code, hidden tests
-included, so it is not used.  Instead the autograded notebook is read for what each cell
-raised (the exception's type and message only, no traceback, since a traceback quotes the
-failing line) or wrote to stderr (nbgrader scores such a test cell 0), and any message line
-that quotes a line of a hidden test is withheld.
+included, so it is not used.  The messages come from what each cell raised (the exception's
+type and message only, no traceback, since a traceback quotes the failing line): the course's
+checks (``course_lib.checks``) raise messages that name the likely mistake without the
+expected value.  Any message line that quotes a line of a hidden test is withheld.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import nbformat
 
@@ -19,31 +18,44 @@ HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 SOLUTION_BEGIN, SOLUTION_END = "BEGIN SOLUTION", "END SOLUTION"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _MAX_MESSAGE = 600
-_NO_MESSAGE = {
-    "NotImplementedError": "an answer this test uses is not written yet (it still raises "
-                           "NotImplementedError)",
-    "AssertionError": "a test failed (it gives no message)",
-}
 WITHHELD = "[line withheld: it quotes a hidden test]"
+
+STATUS_WORDS = {
+    "graded": "graded",
+    "timeout": "a cell ran out of time",
+    "kernel_died": "the Python kernel died",
+    "missing": "no notebook found",
+    "misnamed": "the notebook or its folder has another name",
+    "invalid_json": "the file is not valid JSON",
+    "invalid_notebook": "the file is not a notebook",
+    "bad_student_id": "the folder name cannot be used as a student id",
+    "autograde_error": "the grader failed on this notebook",
+}
+"""What each status means, for students."""
 
 
 @dataclass
 class CellResult:
-    """One graded cell of one submitted notebook.
+    """One graded test cell of one submitted notebook.
 
-    ``score``/``max_score`` are points from the gradebook; ``message`` is what the learner
-    sees about a lost point (empty when the cell passed or nothing was reported)."""
+    ``score``/``max_score`` are points; ``message`` is what the learner sees about lost
+    points (empty when the cell passed); ``note`` is said even when it passed (stderr, output
+    cut)."""
     grade_id: str
     notebook: str
     score: float
     max_score: float
     needs_manual_grade: bool = False
     message: str = ""
+    note: str = ""
 
 
 @dataclass
 class Report:
-    """One student's result on one assignment."""
+    """One student's result on one assignment.
+
+    ``status`` is one of :data:`STATUS_WORDS`; ``detail`` says what happened in a line (the
+    CSV's column); ``notes`` are repairs and remarks (also in ``detail``)."""
     student: str
     assignment: str
     status: str
@@ -53,6 +65,13 @@ class Report:
     cells: list[CellResult] = field(default_factory=list)
     answer_errors: dict[str, str] = field(default_factory=dict)
     """``{answer cell grade_id: "ExceptionType: message"}`` for answer cells that raised."""
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    """Wall-clock seconds the grading job took (0 when nothing ran); not in the CSV."""
+    nbgrader_scores: dict[str, float | None] = field(default_factory=dict)
+    """``{"notebook/grade_id": score}`` as nbgrader's own ``determine_grade`` saw the cells in
+    the worker (the kernel's view, with stderr and partial credit set aside): an audit of
+    what the grader's own comparison changed.  Not in the CSV."""
 
 
 def marked_blocks(source: str, begin: str, end: str) -> list[str]:
@@ -78,61 +97,15 @@ def hidden_lines(source_nb: nbformat.NotebookNode) -> list[str]:
 
 
 def redact(message: str, hidden: list[str]) -> str:
-    """Replace each line of ``message`` that contains a hidden-test line by :data:`WITHHELD`.
+    """Replace each line of ``message`` that contains a hidden-test line by :data:`WITHHELD`,
+    strip terminal colours and clip it.
 
     Lines of fewer than 4 characters (a lone bracket) are not treated as revealing."""
+    message = _ANSI.sub("", message or "").strip()
     needles = [h for h in hidden if len(h) >= 4]
-    out = []
-    for line in message.splitlines():
-        out.append(WITHHELD if any(h in line for h in needles) else line)
-    return "\n".join(out)
-
-
-def _clip(text: str) -> str:
-    text = _ANSI.sub("", text).strip()
+    out = [WITHHELD if any(h in line for h in needles) else line for line in message.splitlines()]
+    text = "\n".join(out)
     return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + " [...]"
-
-
-def cell_problems(cell) -> str:
-    """What a code cell of an autograded notebook raised or wrote to stderr, as one text:
-    ``"ExceptionType: message"`` (no traceback) and/or ``"wrote to stderr: ..."``."""
-    parts = []
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            ename, evalue = out.get("ename", "Error"), _clip(out.get("evalue", ""))
-            if not evalue:
-                evalue = _NO_MESSAGE.get(ename, "(no message)")
-            parts.append(f"{ename}: {evalue}")
-        elif out.get("output_type") == "stream" and out.get("name") == "stderr":
-            parts.append("wrote to stderr (a warning or message on stderr fails a test "
-                         f"cell): {_clip(out.get('text', ''))}")
-    return "\n".join(parts)
-
-
-MISSING_CELL = ("this test cell is not in your notebook (deleted, or its nbgrader metadata "
-                "lost by copying): it scores 0")
-
-
-def read_problems(autograded_nb: Path, hidden: list[str]
-                  ) -> tuple[dict[str, str], dict[str, str], set[str]]:
-    """``({test cell id: problem}, {answer cell id: problem}, {every grade_id present})``
-    from an autograded notebook, with hidden-test lines withheld."""
-    nb = nbformat.read(autograded_nb, as_version=4)
-    tests, answers, present = {}, {}, set()
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        gid = meta.get("grade_id")
-        present.add(gid)
-        if cell.cell_type != "code" or not gid:
-            continue
-        text = cell_problems(cell)
-        if not text:
-            continue
-        if meta.get("grade") and not meta.get("solution"):
-            tests[gid] = redact(text, hidden)
-        elif meta.get("solution"):
-            answers[gid] = redact(text, hidden)
-    return tests, answers, present
 
 
 def _pts(x: float) -> str:
@@ -146,12 +119,15 @@ def _quote(text: str) -> str:
 def render_markdown(r: Report) -> str:
     """The learner's feedback for one assignment, as Markdown."""
     lines = [f"# {r.assignment}: {_pts(r.score)} / {_pts(r.max_score)} points", ""]
-    if r.status != "graded":
-        lines += [f"Your submission could not be graded automatically ({r.status}).", "",
-                  r.detail, "",
+    if not r.cells and r.status != "graded":
+        lines += [f"Your submission could not be graded automatically "
+                  f"({STATUS_WORDS.get(r.status, r.status)}).", "", r.detail, "",
                   f"Submit your notebook as `{r.assignment}/{r.assignment}.ipynb`, saved from "
                   "Jupyter, and ask your instructor to grade it again.", ""]
         return "\n".join(lines)
+    if r.status != "graded":
+        lines += [f"**{STATUS_WORDS.get(r.status, r.status).capitalize()}**: {r.detail}", "",
+                  "Cells that finished before that count; the others score 0.", ""]
     several = len({c.notebook for c in r.cells}) > 1
     lines += ["| Test cell | Points | Result |", "|---|---:|---|"]
     for c in r.cells:
@@ -172,6 +148,9 @@ def render_markdown(r: Report) -> str:
                   "A test that uses a name your answer cell did not define fails too.", ""]
         for gid, text in r.answer_errors.items():
             lines += [f"### `{gid}`", "", _quote(text), ""]
-    if not lost and not r.answer_errors:
+    remarks = [f"`{c.grade_id}`: {c.note}" for c in r.cells if c.note] + r.notes
+    if remarks:
+        lines += ["## Notes", ""] + [f"- {n}" for n in remarks] + [""]
+    if not lost and not r.answer_errors and r.status == "graded":
         lines += ["Every test passed.", ""]
     return "\n".join(lines)

@@ -6,8 +6,11 @@ Course fixtures (for tests/test_release.py and tests/test_grading.py):
   (built here, so the tools are tested even before any real assignment exists) and every
   real assignment in ``solutions/``.
 * ``graded``: the case graded once through ``course_tools.grade`` (solution, blank and
-  wrong-answer submissions, plus broken ones for ``mini``); shared by all tests and, under
-  pytest-xdist, by all workers (a file lock makes the first one build it).
+  wrong-answer submissions; for ``mini`` also one that runs past its budget; for
+  :data:`CLASS_ASSIGNMENT` also the broken and hostile class of tests/grading_class.py);
+  shared by all tests and, under pytest-xdist, by all workers (a file lock makes the first
+  one build it).
+* ``class_graded``: ``graded`` for :data:`CLASS_ASSIGNMENT` (skips if it does not exist).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import pytest
 from filelock import FileLock
 
 import course_tools
+import grading_class
 import wrong_answers
 from wrong_answers import Wrong
 
@@ -87,10 +91,16 @@ MINI_WRONG = [
           loses=["t-square"], why="doubles instead of squaring"),
 ]
 
-# Broken submissions graded alongside the mini class (see build_graded): student -> status.
-MINI_BROKEN_STATUS = {"no-notebook": "missing", "no-folder": "missing",
-                      "not-json": "invalid_json", "untitled": "misnamed",
-                      "dup-cell": "autograde_error"}  # nbgrader aborts on a pasted test cell
+MINI_SETTINGS = dict(jobs=1, cell_timeout=60, notebook_timeout=15)
+"""How the mini class is graded: a cell may take longer than the notebook's budget, so the
+student ``over-budget`` (an answer cell that sleeps) is stopped by the budget."""
+
+CLASS_ASSIGNMENT = "lesson1"
+"""The real assignment graded with the broken and hostile class of tests/grading_class.py."""
+CLASS_SETTINGS = dict(jobs=2, cell_timeout=10, notebook_timeout=150)
+"""Short cell timeout for the class (its loops cost 10 s, not 60), two jobs."""
+REAL_SETTINGS = dict(jobs=2)
+"""Other real assignments: the course's own timeouts, two jobs."""
 
 
 def build_mini_course(root: Path) -> None:
@@ -206,6 +216,28 @@ class Graded:
     def digests(self) -> dict[str, dict[str, str]]:
         return json.loads((self.root / "digests.json").read_text())
 
+    @property
+    def report(self) -> str:
+        """What the grade command printed."""
+        return (self.root / "report.txt").read_text()
+
+    @property
+    def reference(self) -> dict[str, list[dict]]:
+        """``{"notebook/grade_id": check records}`` of the model answer's run."""
+        return json.loads((self.out / "reference.json").read_text())[self.case.name]
+
+    @property
+    def kinds(self) -> list:
+        """The class's :class:`grading_class.Kind` list (empty unless the class assignment)."""
+        return [k for k, _ in grading_class.build(*self._release_and_source(),
+                                                  list(self.case.wrongs))] \
+            if self.case.name == CLASS_ASSIGNMENT and not self.case.mini else []
+
+    def _release_and_source(self):
+        name = self.case.name
+        return (wrong_answers.read(self.root / "release" / name / f"{name}.ipynb"),
+                wrong_answers.read(self.case.source_path))
+
 
 def _write(nb, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -229,27 +261,22 @@ def build_graded(case: Case, root: Path) -> None:
         _write(wrong_answers.wrong_submission(solution, batch),
                subs / f"wrong-{i}" / name / f"{name}.ipynb")
     if case.mini:
-        (subs / "no-notebook" / name).mkdir(parents=True)
-        (subs / "no-folder" / "other-course-work").mkdir(parents=True)
-        text = nbformat.writes(solution)
-        (subs / "not-json" / name).mkdir(parents=True)
-        (subs / "not-json" / name / f"{name}.ipynb").write_text(text[: len(text) // 2])
-        _write(solution, subs / "untitled" / name / "Untitled.ipynb")
-        dup = copy.deepcopy(solution)  # a test cell pasted twice, grade_id and all
-        twin = copy.deepcopy(next(c for c in dup.cells
-                                  if c.metadata.get("nbgrader", {}).get("grade_id") == "t-both"))
-        twin.id = "pasted-twin"
-        dup.cells.append(twin)
-        _write(dup, subs / "dup-cell" / name / f"{name}.ipynb")
-        gone = copy.deepcopy(solution)  # a test cell deleted
-        gone.cells = [c for c in gone.cells
-                      if c.metadata.get("nbgrader", {}).get("grade_id") != "t-square"]
-        _write(gone, subs / "deleted-test" / name / f"{name}.ipynb")
+        slow = copy.deepcopy(solution)  # sleeps in q-square: t-double (2 points) still counts
+        next(c for c in slow.cells if wrong_answers._meta(c).get("grade_id") == "q-square"
+             ).source = "import time\ntime.sleep(3600)"
+        _write(slow, subs / "over-budget" / name / f"{name}.ipynb")
+        settings = MINI_SETTINGS
+    elif name == CLASS_ASSIGNMENT:
+        grading_class.write(grading_class.build(release, source, list(case.wrongs)), subs, name)
+        settings = CLASS_SETTINGS
+    else:
+        settings = REAL_SETTINGS
 
     before = {"submissions": tree_digest(subs), "course": tree_digest(case.course)
               if case.mini else {}}
     lines: list[str] = []
-    grade(subs, root / "out", [name], case.course, echo=lambda *a: lines.append(" ".join(map(str, a))))
+    grade(subs, root / "out", [name], case.course,
+          echo=lambda *a: lines.append(" ".join(map(str, a))), **settings)
     after = {"submissions": tree_digest(subs), "course": tree_digest(case.course)
              if case.mini else {}}
     (root / "report.txt").write_text("\n".join(lines) + "\n")
@@ -280,5 +307,15 @@ def graded(assignment_case, tmp_path_factory) -> Graded:
 @pytest.fixture
 def mini_graded(mini_course, tmp_path_factory) -> Graded:
     """The mini class graded (the same run as ``graded`` for the ``mini`` case), with its
-    broken submissions (see ``MINI_BROKEN_STATUS``)."""
+    over-budget student."""
     return _graded(Case("mini", mini_course, tuple(MINI_WRONG), True), tmp_path_factory)
+
+
+@pytest.fixture
+def class_graded(tmp_path_factory) -> Graded:
+    """:data:`CLASS_ASSIGNMENT` graded with the class of tests/grading_class.py (the same run
+    as ``graded`` for that assignment)."""
+    if CLASS_ASSIGNMENT not in REAL_ASSIGNMENTS:
+        pytest.skip(f"no assignment {CLASS_ASSIGNMENT} in solutions/")
+    case = Case(CLASS_ASSIGNMENT, REPO, tuple(wrong_answers.load(CLASS_ASSIGNMENT)), False)
+    return _graded(case, tmp_path_factory)

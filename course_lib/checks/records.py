@@ -5,7 +5,7 @@ kernel's environment), each check primitive (:func:`~course_lib.checks.check_val
 :func:`~course_lib.checks.check_choice`, :func:`~course_lib.checks.check_sealed`,
 :func:`~course_lib.checks.check_close`) publishes one *record*: a display output of MIME type
 :data:`MIME` holding what was checked and the learner's value, e.g.
-``{"check": "value", "what": "gpt2_params(d_model=768, ...)", "got": 124439808, "rel": 0.0,
+``{"check": "value", "what": "gpt2_params(d_model=64, ...)", "got": 123456, "rel": 0.0,
 "integer": true}``.  Outside grading nothing is published (the learner sees no change).
 
 The grader does not believe the kernel's verdict alone: learner code runs in the same kernel

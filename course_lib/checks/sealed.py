@@ -8,12 +8,12 @@ hashes the learner's answer the same way and looks it up: it can name the mistak
 value appearing in the notebook, in ``course_lib`` or in a message.
 
 Numbers and tolerance.  The canonical form of a number at ``digits`` significant figures is
-``format(x, ".{digits-1}e")`` (``124.44`` at 4 figures is ``"1.244e+02"``).  Sealing a value
-``v`` with relative tolerance ``rel`` picks the fewest figures whose step is at most
-``rel·|v|`` and stores every canonical form that a number in ``[v - rel·|v|, v + rel·|v|]``
-rounds to (3 to 21 of them).  So every answer within the tolerance is accepted, and the
-accepted region overshoots the tolerance by at most half a step (at most ``rel/2`` more)
-on each side.  Known mistakes are sealed the same way, with the same figures, and an answer
+``format(x, ".{digits-1}e")`` (``3.14159`` at 4 figures is ``"3.142e+00"``).  Sealing a value
+``v`` with relative tolerance ``rel`` picks the fewest figures whose rounding step is at most
+``rel·|v|/2`` and stores every canonical form that a number in ``[v - rel·|v|, v + rel·|v|]``
+rounds to (about 5 to 40 of them).  So every answer within the tolerance is accepted, and the
+accepted region reaches less than one step further (under ``rel/2`` more) on each side: no
+answer more than 1.5 times the tolerance away passes.  Known mistakes are sealed the same way, with the same figures, and an answer
 that is right is never reported as a mistake.  ``rel=0`` seals an exact whole number.
 
 Choices.  The canonical form of a choice is the option, stripped and lower-cased, with ``_``
@@ -28,9 +28,9 @@ compute most answers anyway.  The only plain facts stored are the power of ten o
 
 To seal an answer, run (never commit the plain value)::
 
-    python -m course_lib.checks.sealed number 124.44 --what tys1_params_millions \\
-        --salt lesson1/tys1_params_millions --rel 0.005 \\
-        --mistake "that counts the tied head a second time=163.04"
+    python -m course_lib.checks.seal number 42.5 --what q_answer_millions \\
+        --salt lessonN/q_answer_millions --rel 0.005 \\
+        --mistake "that counts the bias twice=43.1"
 
 and paste the printed ``Sealed(...)`` into the lesson's checks module; check answers with
 :func:`course_lib.checks.check_sealed`.
@@ -56,8 +56,8 @@ class Sealed:
     """One sealed answer.
 
     Attributes:
-        what: the answer's name as the learner sees it, e.g. ``"tys1_params_millions"``.
-        salt: unique per answer, e.g. ``"lesson1/tys1_params_millions"``.
+        what: the answer's name as the learner sees it, e.g. ``"tys1_params"``.
+        salt: unique per answer, e.g. ``"lessonN/tys1_params"``.
         kind: ``"number"`` or ``"choice"``.
         digits: significant figures of the canonical form (``None``: exact whole number,
             or a choice).
@@ -130,7 +130,7 @@ def is_number(x) -> bool:
 
 def canonical(x, digits: int | None) -> str:
     """The canonical text of number ``x``: ``digits`` significant figures in ``e`` notation,
-    or, with ``digits=None``, the exact whole number (``"124439808"``).
+    or, with ``digits=None``, the exact whole number (``"1024"``).
 
     Raises ValueError for a non-finite number, or a non-whole one with ``digits=None``."""
     x = x.item() if hasattr(x, "item") else x
@@ -159,8 +159,11 @@ def _decade(v: float) -> int:
 
 
 def _digits_for(value: float, rel: float) -> int:
-    """Fewest significant figures whose step at ``value`` is at most ``rel * |value|``."""
-    return max(1, math.ceil(_decade(value) + 1 - math.log10(rel * abs(value)) - 1e-12))
+    """Fewest significant figures whose rounding step is at most ``rel * |value| / 2``
+    everywhere in ``[value - rel·|value|, value + rel·|value|]`` (the step is largest at the
+    largest magnitude)."""
+    top = abs(value) * (1 + rel)
+    return max(1, math.ceil(_decade(top) + 1 - math.log10(rel * abs(value) / 2) - 1e-12))
 
 
 def accepted_forms(value: float, rel: float, digits: int | None) -> list[str]:
@@ -282,7 +285,7 @@ def _size_hint(sealed: Sealed, x: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_lib.checks.sealed",
+    parser = argparse.ArgumentParser(prog="python -m course_lib.checks.seal",
                                      description="Print a Sealed(...) literal for a checks module.")
     sub = parser.add_subparsers(dest="kind", required=True)
     num = sub.add_parser("number", help="seal a number")

@@ -1,0 +1,89 @@
+"""Grading throughput: ``course_tools.grade`` with ``--jobs 1`` against ``--jobs 2``.
+
+    .venv/bin/python benchmarks/grade_jobs.py [--students 16] [--assignment lesson1] [--jobs 1 2]
+
+Method: a class of N students is written from the assignment's own notebooks (the model
+answer, the blank release, each pack of plausible wrong answers of
+tests/wrong_answers/<assignment>.py, a partly wrong one and a noisy one that prints and warns,
+repeated under new names up to N); no submission in it times out, so every run must give the
+same grades.  The class is graded once per ``--jobs`` value, each run from scratch in a fresh
+output folder (generate_assignment, the model answer's reference run, every student), timed
+by wall clock around the whole ``grade()`` call.  The grades.csv files must be identical
+(the script fails otherwise).  The table gives students, seconds, submissions per minute and
+the speed-up over the first ``--jobs`` value.  On a shared machine the seconds are noisy:
+quote one run's ratio, not a best of several.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+import nbformat  # noqa: E402
+
+import grading_class  # noqa: E402
+import wrong_answers  # noqa: E402
+from course_tools.grade import grade  # noqa: E402
+from course_tools.release import generate_release  # noqa: E402
+
+
+def build_class(assignment: str, n: int, root: Path) -> Path:
+    """Write N submissions under ``root/subs`` (see the module docstring); returns it."""
+    generate_release(REPO, [assignment], root / "release")
+    release = nbformat.read(root / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+    source = nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    wrongs = wrong_answers.load(assignment)
+    solution = wrong_answers.solution_submission(release, source)
+    kinds = {k.student: nb for k, nb in grading_class.build(release, source, wrongs)}
+    base = [("solution", solution), ("blank", release),
+            *((f"wrong-{i}", wrong_answers.wrong_submission(solution, b))
+              for i, b in enumerate(wrong_answers.batches(wrongs), 1)),
+            ("partly-wrong", kinds["partly-wrong"]), ("noisy", kinds["noisy"])]
+    subs = root / "subs"
+    for i in range(n):
+        name, nb = base[i % len(base)]
+        student = f"s{i + 1:03d}-{name}"
+        path = subs / student / assignment / f"{assignment}.ipynb"
+        path.parent.mkdir(parents=True)
+        nbformat.write(nb, path)
+    return subs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=16)
+    parser.add_argument("--assignment", default="lesson1")
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="grade-jobs-") as tmp:
+        root = Path(tmp)
+        subs = build_class(args.assignment, args.students, root)
+        rows = []
+        for jobs in args.jobs:
+            out = root / f"out-jobs{jobs}"
+            start = time.monotonic()
+            grade(subs, out, [args.assignment], REPO, echo=lambda *a: None, jobs=jobs)
+            seconds = time.monotonic() - start
+            rows.append((jobs, seconds, (out / "grades.csv").read_bytes()))
+        same = all(r[2] == rows[0][2] for r in rows)
+        print(f"{args.students} students of {args.assignment}, {os.cpu_count()} CPUs; "
+              f"grades.csv identical across runs: {'yes' if same else 'NO'}")
+        print()
+        print("| jobs | students | seconds | submissions/minute | speed-up |")
+        print("|---:|---:|---:|---:|---:|")
+        for jobs, seconds, _ in rows:
+            print(f"| {jobs} | {args.students} | {seconds:.1f} | "
+                  f"{60 * args.students / seconds:.1f} | {rows[0][1] / seconds:.2f}x |")
+        return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""Taking in one student's submission: is it there, is it a notebook, and a copy fit to grade.
+
+:func:`inspect_submission` says what a student's folder holds for an assignment (a status and,
+for a problem, a detail in words a student understands).  :func:`normalize` turns a submitted
+notebook into the copy that nbgrader grades, repairing what a learner can do to a notebook by
+accident or on purpose, each repair written down as a note for the report and feedback:
+
+* a graded cell (answer or test) pasted twice: the copy that sits where the release has it
+  (between the graded cells around it; else the one with the release's cell id; else the
+  first) keeps the nbgrader metadata; the others run as ordinary cells.  (nbgrader itself aborts on such a notebook, and its message blames
+  an old metadata format.)
+* nbgrader metadata naming a cell the assignment does not have: removed (the cell runs as an
+  ordinary cell and earns nothing);
+* a graded cell whose nbgrader metadata or type was changed (points, ``grade`` flag, code to
+  markdown ...): the release's metadata and type are put back;
+* a graded cell deleted: the release's cell is put back where it was (after the nearest cell
+  before it that is still there).  A test cell is then restored in full, hidden tests
+  included, by nbgrader's ``OverwriteCells`` from the gradebook, as is every edited test cell;
+  an answer cell comes back as the blank stub and scores nothing;
+* stored outputs and execution counts: dropped (nothing a notebook claims to have printed is
+  believed; nbgrader's ``ClearOutput`` does the same);
+* duplicate cell ids (a pasted cell): made unique.
+
+Nothing is read from or written to the submitted file itself: this works on a copy in memory.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from .preprocessors import role
+
+USABLE, MISSING, MISNAMED = "graded", "missing", "misnamed"
+INVALID_JSON, INVALID_NOTEBOOK = "invalid_json", "invalid_notebook"
+
+
+@dataclass
+class Intake:
+    """One student's one assignment, as found: ``status`` (:data:`USABLE` or a problem),
+    ``detail`` (what is wrong, for a problem), ``notebooks`` (``{name: notebook}`` for the
+    notebooks that can be graded) and ``notes`` (repairs made)."""
+    status: str
+    detail: str = ""
+    notebooks: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def _gid(cell) -> str | None:
+    gid = _meta(cell).get("grade_id")
+    return gid if isinstance(gid, str) and gid else None
+
+
+def inspect_submission(student_dir: Path, assignment: str,
+                       releases: dict[str, nbformat.NotebookNode]) -> Intake:
+    """What ``student_dir`` holds for ``assignment`` (``releases``: ``{notebook name: the
+    student release of it}``), with each present notebook normalized (see :func:`normalize`)."""
+    folder = student_dir / assignment
+    expected = [f"{nb}.ipynb" for nb in releases]
+    if not folder.is_dir():
+        elsewhere = sorted(str(p.relative_to(student_dir)) for name in expected
+                           for p in [*student_dir.glob(name), *student_dir.glob(f"*/{name}")])
+        near = sorted(p.name for p in student_dir.iterdir()
+                      if p.is_dir() and p.name.lower().replace(" ", "").replace("_", "")
+                      == assignment.lower().replace("_", ""))
+        if elsewhere or near:
+            found = ", ".join(elsewhere or [n + "/" for n in near])
+            return Intake(MISNAMED, f"found {found}; expected {assignment}/{expected[0]}")
+        loose = sorted(p.name for p in student_dir.glob("*.ipynb"))
+        if loose:
+            return Intake(MISNAMED, f"found {', '.join(loose[:5])}; expected "
+                                    f"{assignment}/{expected[0]}")
+        return Intake(MISSING, f"no folder {assignment}/ in the submission")
+    present = [n for n in expected if (folder / n).is_file()]
+    if not present:
+        others = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.ipynb")
+                        if ".ipynb_checkpoints" not in p.parts)
+        if others:
+            return Intake(MISNAMED, (f"found {', '.join(others[:5])} in {assignment}/; "
+                                     f"expected {', '.join(expected)}"))
+        return Intake(MISSING, f"no notebook {expected[0]} in {assignment}/")
+    intake = Intake(USABLE)
+    for name in present:
+        raw = (folder / name).read_bytes()
+        try:
+            json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            return Intake(INVALID_JSON, f"{name} is not valid JSON ({exc}); the file may be "
+                                        "damaged or cut short")
+        stem = name[:-len(".ipynb")]
+        try:
+            # parse and convert without nbformat's repairs (it would give a pasted cell a
+            # random id); normalize() repairs deterministically, then the result must validate
+            nb = nbformat.convert(nbformat.reader.reads(raw.decode("utf-8")), 4)
+            if not isinstance(nb.get("cells"), list):
+                raise ValueError("it has no list of cells")
+            for cell in nb.cells:
+                if not isinstance(cell, dict) or cell.get("cell_type") not in (
+                        "code", "markdown", "raw"):
+                    raise ValueError("a cell of unknown type")
+                if not isinstance(cell.get("metadata", {}), dict):
+                    raise ValueError("a cell's metadata is not a dict")
+                cell.setdefault("metadata", nbformat.NotebookNode())
+            notes = normalize(nb, releases[stem])
+            nbformat.validate(nb)
+        except Exception as exc:  # nbformat raises several kinds
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return Intake(INVALID_NOTEBOOK, f"{name} is JSON but not a notebook ({first[:200]})")
+        intake.notebooks[stem] = nb
+        intake.notes += [f"{stem}: {n}" if len(expected) > 1 else n for n in notes]
+    missing = sorted(set(expected) - set(present))
+    if missing:
+        intake.notes.append(f"missing {', '.join(missing)} (scored 0)")
+    return intake
+
+
+def _restore_metadata(cell, release_cell) -> nbformat.NotebookNode:
+    """``cell`` with the release cell's type and nbgrader metadata (source kept)."""
+    if cell.cell_type != release_cell.cell_type:
+        new = (nbformat.v4.new_code_cell if release_cell.cell_type == "code"
+               else nbformat.v4.new_markdown_cell)(cell.source)
+        new.metadata = copy.deepcopy(cell.metadata)
+        if "id" in cell:
+            new.id = cell.id
+        cell = new
+    cell.metadata["nbgrader"] = copy.deepcopy(release_cell.metadata["nbgrader"])
+    return cell
+
+
+def normalize(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[str]:
+    """Repair ``nb`` in place against its ``release`` (see the module docstring); returns the
+    notes, in words a student understands, in a fixed order (so a rerun says the same)."""
+    notes: list[str] = []
+    released = {_gid(c): c for c in release.cells if _gid(c)}
+    release_ids = {_gid(c): c.get("id") for c in release.cells if _gid(c)}
+
+    # nbgrader metadata the assignment does not know, or that is not even a dict
+    for i, cell in enumerate(nb.cells):
+        meta = cell.get("metadata", {}).get("nbgrader", None)
+        if meta is None:
+            continue
+        gid = _gid(cell)
+        if not isinstance(meta, dict) or gid not in released:
+            del cell.metadata["nbgrader"]
+            if gid:
+                notes.append(f"cell {i + 1} claimed to be graded cell {gid!r}, which this "
+                             "assignment does not have: it ran as an ordinary cell")
+
+    # graded cells present more than once: one keeps the metadata
+    where: dict[str, list[int]] = {}
+    for i, cell in enumerate(nb.cells):
+        if _gid(cell):
+            where.setdefault(_gid(cell), []).append(i)
+    order = [_gid(c) for c in release.cells if _gid(c)]
+    for gid, idxs in where.items():
+        if len(idxs) < 2:
+            continue
+        keep = min(idxs, key=lambda i: (not _in_place(nb, i, gid, order, where),
+                                        nb.cells[i].get("id") != release_ids[gid], i))
+        for i in idxs:
+            if i != keep:
+                del nb.cells[i].metadata["nbgrader"]
+        kind = "test cell" if role(released[gid]) == "test" else "cell"
+        notes.append(f"{kind} {gid} appeared {len(idxs)} times: the copy at position "
+                     f"{keep + 1} was graded, the others ran as ordinary cells")
+
+    # metadata and type of each graded cell as released; edited test cells
+    edited = []
+    for i, cell in enumerate(nb.cells):
+        gid = _gid(cell)
+        if not gid:
+            continue
+        rel = released[gid]
+        mine = {k: v for k, v in _meta(cell).items() if k != "checksum"}
+        theirs = {k: v for k, v in rel.metadata["nbgrader"].items() if k != "checksum"}
+        if cell.cell_type != rel.cell_type or mine != theirs:
+            nb.cells[i] = cell = _restore_metadata(cell, rel)
+            notes.append(f"the nbgrader settings of cell {gid} were changed: restored")
+        if role(rel) == "test" and cell.source.strip() != rel.source.strip():
+            edited.append(gid)
+    if edited:
+        notes.append(f"test cell{'s' if len(edited) > 1 else ''} {', '.join(edited)} "
+                     f"{'were' if len(edited) > 1 else 'was'} edited: restored from the "
+                     "gradebook before grading")
+
+    # graded cells that are gone: put the release's back after their predecessor
+    present = {_gid(c) for c in nb.cells if _gid(c)}
+    for j, rel in enumerate(release.cells):
+        gid = _gid(rel)
+        if not gid or gid in present:
+            continue
+        at = 0
+        for prev in reversed(release.cells[:j]):
+            pos = _find(nb, prev)
+            if pos is not None:
+                at = pos + 1
+                break
+        cell = copy.deepcopy(rel)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        nb.cells.insert(at, cell)
+        present.add(gid)
+        if role(rel) == "test":
+            notes.append(f"test cell {gid} was missing: it was put back and run")
+        elif role(rel) == "answer":
+            notes.append(f"answer cell {gid} was missing: it was put back blank")
+        else:
+            notes.append(f"cell {gid} was missing: it was put back")
+
+    # no stored outputs; every cell has an id (nbformat 4.5), unique
+    nb.nbformat, nb.nbformat_minor = 4, max(5, int(nb.get("nbformat_minor", 5) or 5))
+    seen_ids: set[str] = set()
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        cid = cell.get("id")
+        if not isinstance(cid, str) or not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", cid):
+            cid = cell["id"] = f"cell-{i + 1}"
+        if cid in seen_ids:
+            n = 2
+            while f"{cid}-{n}" in seen_ids:
+                n += 1
+            cell["id"] = cid = f"{cid}-{n}"[-64:]
+        seen_ids.add(cid)
+    return notes
+
+
+def _in_place(nb, i: int, gid: str, order: list[str], where: dict[str, list[int]]) -> bool:
+    """Is position ``i`` between the graded cells that come before and after ``gid`` in the
+    release (those present once)?"""
+    k = order.index(gid)
+    before = [where[g][0] for g in order[:k] if len(where.get(g, [])) == 1]
+    after = [where[g][0] for g in order[k + 1:] if len(where.get(g, [])) == 1]
+    return (not before or max(before) < i) and (not after or i < min(after))
+
+
+def _find(nb, release_cell) -> int | None:
+    """Index in ``nb`` of a release cell: by grade_id, else by cell id."""
+    gid, cid = _gid(release_cell), release_cell.get("id")
+    for i, cell in enumerate(nb.cells):
+        if (gid and _gid(cell) == gid) or (not gid and cid and cell.get("id") == cid):
+            return i
+    return None

@@ -1,0 +1,175 @@
+"""Scores from the facts a grading job wrote, judged against the model answer's run.
+
+Every code cell a job ran left one line of facts (course_tools.preprocessors.GuardedExecute):
+its status, the errors it raised, what it wrote to stderr, the check records it published.
+The model answer (the source notebook) is graded the same way first, as the *reference*.
+
+A test cell earns its points if and only if
+
+1. it ran to the end (not timed out, not stopped, the kernel alive), and
+2. it raised no error (stderr and a last value are not held against it: nbgrader's
+   ``determine_grade`` would zero the first and read the second as partial credit), and
+3. if the reference's run of that cell published check records, the learner's run published
+   the same checks, in the same order, each with a value that passes the reference record
+   (:func:`course_lib.checks.records.same_records`, evaluated here, in the grader's process).
+
+So a wrong answer earns nothing even when code in the kernel made the check pass there (a
+replaced ``math.isclose``, ``np.allclose`` or check function, an exception handler that
+swallows errors): the values the learner's code produced still have to be right.  Condition 3
+cannot apply to a test cell whose checks publish nothing (a bare ``assert``): such a cell is
+only as strong as the kernel (course_tools/README.md, "Threat model").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from course_lib.checks.records import same_records
+
+from .feedback import CellResult, redact
+
+_NO_MESSAGE = {
+    "NotImplementedError": "an answer this test uses is not written yet (it still raises "
+                           "NotImplementedError)",
+    "AssertionError": "a test failed (it gives no message)",
+    "StdinNotImplementedError": "input() was called: a graded notebook cannot ask for input",
+}
+MISMATCH = ("the checks in this test did not report the results the grader expects ({why}). "
+            "If your notebook changes or replaces a check, a comparison function or the test "
+            "itself, undo that and run the test again")
+
+
+class ReferenceError_(RuntimeError):
+    """The model answer does not pass its own tests (the grading cannot be trusted)."""
+
+
+@dataclass
+class JobFacts:
+    """What one job's progress file says: the facts of each cell that finished (by
+    ``(notebook, grade_id or "#index")``), the cell running when the job stopped, and the
+    notebooks whose kernel started."""
+    cells: dict = field(default_factory=dict)
+    by_index: dict = field(default_factory=dict)
+    running: dict | None = None
+    notebooks: set = field(default_factory=set)
+
+    @classmethod
+    def from_events(cls, events: list[dict]) -> "JobFacts":
+        f = cls()
+        for e in events:
+            kind = e.get("event")
+            if kind == "kernel":
+                f.notebooks.add(e.get("notebook"))
+            elif kind == "start":
+                f.running = e
+            elif kind == "end":
+                key = (e.get("notebook"), e.get("grade_id") or f"#{e.get('index')}")
+                f.cells[key] = e
+                f.by_index[(e.get("notebook"), e.get("index"))] = e
+                if f.running and f.running.get("index") == e.get("index") \
+                        and f.running.get("notebook") == e.get("notebook"):
+                    f.running = None
+        return f
+
+
+def cell_label(e: dict) -> str:
+    """How a learner finds a cell: its grade_id, else its position."""
+    return e.get("grade_id") or f"cell {int(e.get('index', 0)) + 1}"
+
+
+def describe_errors(e: dict) -> str:
+    """``"Type: message"`` lines of a cell's errors (no traceback)."""
+    parts = []
+    for err in e.get("errors", []):
+        name, value = err.get("ename", "Error"), (err.get("evalue") or "").strip()
+        if name == "CellTimeoutError" and not value:
+            continue  # said by the timeout line
+        parts.append(f"{name}: {value or _NO_MESSAGE.get(name, '(no message)')}")
+    return "\n".join(parts)
+
+
+def reference_records(facts: JobFacts, tests: list[tuple[str, str, float]]) -> dict:
+    """``{(notebook, grade_id): records}`` from the reference run, which must have passed
+    every test cell (else :class:`ReferenceError_` naming the cells)."""
+    bad, out = [], {}
+    for nb, gid, _ in tests:
+        e = facts.cells.get((nb, gid))
+        if e is None:
+            bad.append(f"{gid}: did not run")
+        elif e.get("status") != "ok" or e.get("errors"):
+            bad.append(f"{gid}: {e.get('status')} {describe_errors(e)[:300]}")
+        else:
+            out[(nb, gid)] = e.get("records", [])
+    if bad:
+        raise ReferenceError_("the model answer (the source notebook) fails its own tests: "
+                              + "; ".join(bad))
+    return out
+
+
+def _timeout_words(e: dict, cell_timeout: int) -> str:
+    if e.get("status") == "unresponsive":
+        return (f"it ran past the {cell_timeout} s limit per cell and ignored the interrupt, "
+                "so the kernel was stopped")
+    return f"it ran past the {cell_timeout} s limit per cell and was interrupted"
+
+
+def score_cells(facts: JobFacts, tests: list[tuple[str, str, float]], reference: dict,
+                hidden: list[str], cell_timeout: int, stopped: str = ""
+                ) -> tuple[list[CellResult], dict[str, str]]:
+    """Score every test cell of an assignment from one job's facts.
+
+    Args:
+        facts: the job's facts.
+        tests: ``[(notebook, grade_id, points)]`` in notebook order.
+        reference: :func:`reference_records`.
+        hidden: hidden-test lines (messages quoting one are withheld).
+        cell_timeout: seconds per cell (for messages).
+        stopped: why the job stopped early, if it did ("" otherwise).
+
+    Returns ``([CellResult], {answer grade_id: problem}, [notes on other cells])``.
+    """
+    cells = []
+    for nb, gid, points in tests:
+        e = facts.cells.get((nb, gid))
+        score, message, note = 0.0, "", ""
+        if e is None:
+            message = f"not run: {stopped or 'the notebook stopped before this cell'}"
+        elif e.get("status") == "not_run":
+            message = f"not run: {e.get('reason') or stopped}"
+        elif e.get("status") in ("timeout", "unresponsive"):
+            message = "\n".join(x for x in (_timeout_words(e, cell_timeout),
+                                            describe_errors(e)) if x)
+        elif e.get("status") == "dead":
+            message = "the kernel died while this test ran"
+        elif e.get("errors"):
+            message = describe_errors(e)
+        else:
+            ok, why = (same_records(e.get("records", []), reference.get((nb, gid), []))
+                       if reference.get((nb, gid)) else (True, ""))
+            if ok:
+                score = float(points)
+                if e.get("stderr", "").strip():
+                    note = ("your code wrote to stderr during this test (a warning or a "
+                            "message); that is not held against you")
+            else:
+                message = MISMATCH.format(why=why)
+        if e is not None and e.get("cut"):
+            note = (note + "; " if note else "") + "its output was cut (too long)"
+        cells.append(CellResult(gid, nb, score, float(points), False,
+                                redact(message, hidden), note))
+    answers, notes = {}, []
+    for (nb, key), e in facts.cells.items():
+        if e.get("cut") and e.get("role") != "test":
+            notes.append(f"the output of {cell_label(e)} was cut (too long)")
+        if any(err.get("ename") == "StdinNotImplementedError" for err in e.get("errors", [])):
+            notes.append(f"{cell_label(e)} called input(), which a graded notebook cannot "
+                         "answer")
+        if e.get("role") != "answer":
+            continue
+        text = describe_errors(e)
+        if e.get("status") in ("timeout", "unresponsive"):
+            text = "\n".join(x for x in (_timeout_words(e, cell_timeout), text) if x)
+        elif e.get("status") == "dead":
+            text = "the kernel died while this cell ran"
+        if text:
+            answers[key] = redact(text, hidden)
+    return cells, answers, notes

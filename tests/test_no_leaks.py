@@ -1,0 +1,118 @@
+"""The student release (notebooks/) shows no solution code, no hidden test and none of the
+graded answers' values.
+
+Where the values come from: the grader runs the model answer (the source notebook) and keeps
+every value its checks recorded (``OUT/reference.json``, see course_lib.checks.records): the
+answers of the visible and the hidden tests.  Each number with at least 4 significant figures
+(fewer are too common to mean anything: 768, 12, 0.5) is searched for in the release's cells in
+the spellings a notebook would use (``124439808``, ``124,439,808``, ``124_439_808``; a float to
+2-4 decimals and 4-6 significant figures; a fraction as a percentage).  The answer of a choice
+question is one of the options the question lists, so it is not searched for.
+
+"Beyond what the prose teaches on purpose": not searched for are a value that is also an input
+of some check of the assignment (it appears in a record's label, e.g. ``n_ctx=4096``) and a
+width or context length (2^m or 3·2^m, see :func:`shape_number`): the course's shapes are made
+of those, and the prose names them.  Any other value the prose states on purpose (a figure it
+derives for the learner) is listed in :data:`TAUGHT` with the reason; nothing else may appear.  Solution and hidden-test lines are
+found as in tests/test_release.py (lines of those blocks, minus bare keywords and brackets).
+"""
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+
+from test_release import leaks
+
+TAUGHT: dict[str, dict[str, str]] = {
+    # assignment: {spelling found in the release: why the prose shows it on purpose}
+}
+
+
+def shape_number(i: int) -> bool:
+    """A width or a context length (2^m or 3·2^m, at least 64): the course's shapes are made
+    of these, so an answer equal to one is a figure of a card, not a computed secret."""
+    for k in (1, 3):
+        if i % k == 0 and i // k >= 64 and (i // k) & (i // k - 1) == 0:
+            return True
+    return False
+
+
+def _forms(v) -> set[str]:
+    """Spellings of a recorded value worth searching for (empty if it is too common)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return set()
+    if isinstance(v, int) or float(v).is_integer():
+        i = int(v)
+        if abs(i) < 1000 or shape_number(abs(i)):
+            return set()
+        return {str(i), f"{i:,}", f"{i:_}"}
+    forms = {f"{v:.{k}g}" for k in (4, 5, 6)} | {f"{v:.{k}f}" for k in (2, 3, 4)}
+    if 0 < abs(v) < 1:
+        forms |= {f"{100 * v:.{k}f}" for k in (1, 2)}
+    # a spelling with fewer than 4 significant figures proves nothing
+    return {f for f in forms if len(re.sub(r"[^0-9]", "", f).lstrip("0")) >= 4}
+
+
+def values_of(records: list[dict]) -> list:
+    out = []
+    for r in records:
+        got = r.get("got")
+        if r.get("check") == "close" and isinstance(got, dict):
+            out += [x for x in got.get("values", [])[:64]]
+        elif isinstance(got, (list, tuple)):
+            out += list(got)
+        else:
+            out.append(got)
+    return out
+
+
+def found_values(reference: dict[str, list[dict]], release) -> list[tuple[str, str]]:
+    """``[(test cell, spelling)]`` of recorded values that appear in the release's cells."""
+    text = "\n".join(c.source for c in release.cells)
+    labels = " ".join(str(r.get("what", "")) for recs in reference.values() for r in recs)
+    found = set()
+    for cell, records in reference.items():
+        for v in values_of(records):
+            if isinstance(v, (int, float)) and re.search(rf"(?<![\w.]){v}(?![\d])", labels):
+                continue  # an input of some check (a shape's number), not an answer
+            for form in _forms(v):
+                if re.search(rf"(?<![\w.]){re.escape(form)}(?![\d])", text):
+                    found.add((cell, form))
+    return sorted(found)
+
+
+@pytest.fixture
+def real_graded(graded):
+    if graded.case.mini:
+        pytest.skip("the throwaway course has no student release in notebooks/")
+    return graded
+
+
+def test_the_release_leaks_no_solution_no_hidden_test_and_no_answer(real_graded):
+    g = real_graded
+    release = nbformat.read(g.case.release_path, as_version=4)
+    source = nbformat.read(g.case.source_path, as_version=4)
+    assert leaks(source, release) == []
+    allowed = TAUGHT.get(g.case.name, {})
+    found = [f"{cell}: {form}" for cell, form in found_values(g.reference, release)
+             if form not in allowed]
+    assert not found, (f"notebooks/{g.case.name} shows graded answers' values: {found}; if the "
+                       "prose teaches one on purpose, list it in TAUGHT with the reason")
+    assert sum(len(values_of(r)) for r in g.reference.values()) > 0, "no values recorded"
+
+
+def test_the_scan_finds_a_planted_answer(real_graded):
+    """The scan is not blind: a release with one recorded value pasted into a markdown cell
+    fails it, in each usual spelling."""
+    g = real_graded
+    release = nbformat.read(g.case.release_path, as_version=4)
+    values = [v for recs in g.reference.values() for v in values_of(recs) if _forms(v)]
+    if not values:
+        pytest.skip(f"{g.case.name} records no value with 4 significant figures")
+    v = values[0]
+    for form in sorted(_forms(v)):
+        planted = nbformat.from_dict(release)
+        planted.cells.append(nbformat.v4.new_markdown_cell(f"The answer is {form}."))
+        assert any(f == form for _, f in found_values(g.reference, planted)), form

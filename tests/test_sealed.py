@@ -1,0 +1,165 @@
+"""Sealed answers (course_lib.checks.sealed) and check records (course_lib.checks.records):
+every answer within tolerance passes, answers well outside fail, known mistakes are named, no
+value is stored in plain; records compare the way the checks do."""
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from course_lib import checks
+from course_lib.checks import CheckFailed, records, sealed
+from course_lib.checks import lesson1 as L1
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_canonical_forms():
+    assert sealed.canonical(3.14159, 4) == "3.142e+00"
+    assert sealed.canonical(-0.0, 3) == "0.00e+00" == sealed.canonical(0, 3)
+    assert sealed.canonical(1024, None) == "1024" == sealed.canonical(1024.0, None)
+    with pytest.raises(ValueError):
+        sealed.canonical(1.5, None)
+    with pytest.raises(ValueError):
+        sealed.canonical(float("nan"), 3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(value=st.floats(1e-6, 1e12), rel=st.sampled_from([0.001, 0.002, 0.005, 0.01, 0.05]),
+       where=st.floats(-1, 1))
+def test_every_answer_within_tolerance_passes(value, rel, where):
+    s = sealed.seal_number("x", value, salt="test/x", rel=rel)
+    x = value * (1 + where * rel * (1 - 1e-9))
+    assert sealed.judge(s, x).ok, (value, rel, x)
+    # and at most half as much again outside: 1.6 * rel away fails
+    assert not sealed.judge(s, value * (1 + 1.6 * rel)).ok
+    assert not sealed.judge(s, value * (1 - 1.6 * rel)).ok
+
+
+def test_mistakes_are_named_and_never_the_right_answer():
+    s = sealed.seal_number("share", 0.25, salt="test/share", rel=0.01, mistakes={
+        "give a fraction, not a percentage": 25, "within tolerance, dropped": 0.2501})
+    assert [m for m, _ in s.mistakes] == ["give a fraction, not a percentage"]
+    assert sealed.judge(s, 25.1).mistake == "give a fraction, not a percentage"
+    v = sealed.judge(s, 0.5)
+    assert not v.ok and v.mistake is None and "share is not right" in v.message
+    assert "too large by a factor of about 10" in sealed.judge(s, 3.0).message
+    assert "its sign is wrong" in sealed.judge(s, -0.25).message
+    assert sealed.judge(s, 0.2501).ok
+
+
+def test_exact_whole_numbers_and_choices():
+    s = sealed.seal_number("n", 1024, salt="test/n", rel=0, mistakes={"off by one": 1023})
+    assert sealed.judge(s, 1024).ok and sealed.judge(s, 1024.0).ok
+    assert sealed.judge(s, 1023).mistake == "off by one"
+    assert "whole number" in sealed.judge(s, 1024.5).message
+    with pytest.raises(ValueError):
+        sealed.seal_number("n", 1.5, salt="test/n", rel=0)
+    c = sealed.seal_choice("part", "Feed_Forward", salt="test/part",
+                           choices=("attention", "feed-forward"), hints={"attention": "count"})
+    assert sealed.judge(c, " feed forward ").ok
+    assert sealed.judge(c, "attention").message == "part: 'attention' is not right: count"
+    assert "answer with one of" in sealed.judge(c, "mlp").message
+
+
+def test_a_sealed_answer_holds_no_value_and_round_trips():
+    s = sealed.seal_number("x", 123.456, salt="test/x", rel=0.001,
+                           mistakes={"doubled": 246.912})
+    text = s.literal()
+    assert not re.search(r"12[34]\.|24[67]\.|1\.23|2\.47", text), text
+    assert eval(text, {"Sealed": sealed.Sealed}) == s
+    # the command line prints the same
+    done = subprocess.run([sys.executable, "-m", "course_lib.checks.seal", "number", "123.456",
+                           "--rel", "0.001", "--what", "x", "--salt", "test/x",
+                           "--mistake", "doubled=246.912"], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == text and done.stderr == ""
+
+
+def test_lesson1_test_yourself_values_are_not_in_course_lib():
+    """The right answers (written here from the GPT-2 architecture, not read from course_lib)
+    pass, and no usual spelling of them appears in course_lib's source."""
+    d, L, V, n = 768, 12, 50257, 1024
+    total = (V + n) * d + L * (12 * d * d + 13 * d) + 2 * d
+    params_m, emb_pct = total / 1e6, 100 * (V + n) * d / total
+    L1.check_tys1(params_m, emb_pct)
+    L1.check_tys1(round(params_m, 1), round(emb_pct, 1))
+    text = "\n".join(p.read_text() for p in (REPO / "course_lib").rglob("*.py"))
+    for v in (params_m, emb_pct):
+        for form in {f"{v:.1f}", f"{v:.2f}", f"{v:.4g}", f"{v:.5g}"}:  # 3 figures: too common
+            assert not re.search(rf"(?<![\d.]){re.escape(form)}(?!\d)", text), form
+    assert str(total) not in text and f"{total:,}" not in text and f"{total:_}" not in text
+
+
+def test_check_sealed_messages_name_the_mistake():
+    with pytest.raises(CheckFailed, match="tied head a second time"):
+        L1.check_tys1(163.0, 31.6)
+    with pytest.raises(CheckFailed, match="four d_model"):
+        L1.check_tys2("attention", 2 / 3)
+
+
+# --- records ---------------------------------------------------------------------------------
+
+def test_records_are_published_only_under_grading(capsys, monkeypatch):
+    monkeypatch.delenv(records.ENV, raising=False)
+    checks.check_value(3, 3, what="x")
+    assert capsys.readouterr().out == ""
+    monkeypatch.setenv(records.ENV, "1")
+    checks.check_value(3, 3, what="x")
+    with pytest.raises(CheckFailed):
+        checks.check_choice("b", "a", what="pick", choices=("a", "b"))
+    lines = capsys.readouterr().out.splitlines()
+    got = [json.loads(ln.split(" ", 1)[1]) for ln in lines]
+    assert got == [{"check": "value", "what": "x", "got": 3, "rel": 0.0, "integer": False},
+                   {"check": "choice", "what": "pick", "got": "b"}]
+
+
+def _rec(check, what, got, **kw):
+    return {"check": check, "what": what, "got": got, **kw}
+
+
+def test_records_compare_as_the_checks_do():
+    ref = _rec("value", "n", 100, rel=0.0, integer=True)
+    assert records.same_record(_rec("value", "n", 100.0), ref)
+    assert not records.same_record(_rec("value", "n", 101), ref)
+    assert not records.same_record(_rec("value", "m", 100), ref)  # another check
+    share = _rec("value", "s", 0.5, rel=0.01, integer=False)
+    assert records.same_record(_rec("value", "s", 0.504), share)
+    assert not records.same_record(_rec("value", "s", 0.51), share)
+    assert not records.same_record(_rec("value", "s", "0.5"), share)
+    assert not records.same_record(_rec("value", "s", True), share)
+    assert records.same_record(_rec("choice", "c", "a"), _rec("choice", "c", "a"))
+    seal = sealed.seal_number("t", 4, salt="test/t", rel=0.01)
+    from dataclasses import asdict
+    sref = json.loads(json.dumps(_rec("sealed", "t", 4, seal=asdict(seal))))
+    assert records.same_record(_rec("sealed", "t", 4.01), sref)
+    assert not records.same_record(_rec("sealed", "t", 2), sref)
+    close = _rec("close", "a", {"shape": [2], "values": [1.0, 2.0]}, rtol=1e-3, atol=0.0)
+    assert records.same_record(_rec("close", "a", {"shape": [2], "values": [1.0005, 2.0]}), close)
+    assert not records.same_record(_rec("close", "a", {"shape": [1, 2], "values": [1.0, 2.0]}), close)
+    ok, why = records.same_records([_rec("value", "n", 100)], [ref, ref])
+    assert not ok and "1 of the 2 checks" in why
+    assert records.same_records([], []) == (True, "")
+
+
+def test_check_close(monkeypatch, capsys):
+    np = pytest.importorskip("numpy")
+    checks.check_close(np.array([1.0, 2.0]), [1.0, 2.0 + 1e-9], what="v")
+    with pytest.raises(CheckFailed, match="expected shape"):
+        checks.check_close(np.zeros((2, 2)), np.zeros(4), what="v")
+    with pytest.raises(CheckFailed, match="forgot the scale"):
+        checks.check_close([2.0, 4.0], [1.0, 2.0], what="v", mistakes={"forgot the scale": [2.0, 4.0]})
+    with pytest.raises(CheckFailed, match="50% of its values are off") as e:
+        checks.check_close([1.0, 5.0], [1.0, 2.0], what="v")
+    assert "2.0" not in str(e.value)
+    monkeypatch.setenv(records.ENV, "1")
+    checks.check_close(np.arange(10_000.0), np.arange(10_000.0), what="big")
+    rec = json.loads(capsys.readouterr().out.split(" ", 1)[1])
+    assert rec["got"]["shape"] == [10_000] and len(rec["got"]["values"]) <= records.MAX_VALUES
+    assert math.isclose(rec["rtol"], 1e-5)
