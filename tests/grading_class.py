@@ -204,20 +204,20 @@ def build(release, source, wrongs) -> list[tuple[Kind, object]]:
     out.append((Kind("interrupted", "timeout", "lose-last", f"an infinite loop in {last_q}",
                      detail=(f"timed out in {last_q}", "was interrupted")),
                 _prepend(solution, last_q, "while True:\n    pass")))
-    out.append((Kind("stuck", "timeout", "lose-last", f"an infinite loop in {last_q} that "
-                     "ignores the interrupt",
+    out.append((Kind("stuck", "timeout", "lose-last", f"an endless (sleeping) loop in {last_q} "
+                     "that ignores the interrupt",
                      detail=(f"timed out in {last_q}", "ignored the interrupt")),
-                _prepend(solution, last_q, "import signal\nsignal.signal(signal.SIGINT, "
-                                           "signal.SIG_IGN)\nwhile True:\n    pass")))
+                _prepend(solution, last_q, "import signal, time\nsignal.signal(signal.SIGINT, "
+                                           "signal.SIG_IGN)\nwhile True:\n    time.sleep(1)")))
     out.append((Kind("crash", "kernel_died", "lose-last", f"os._exit(1) in {last_q}",
                      detail=(f"kernel died in {last_q}",)),
                 _prepend(solution, last_q, "import os\nos._exit(1)")))
     out.append((Kind("asks-input", "graded", "lose-last", f"input() in {last_q}",
                      detail=(f"{last_q} called input()",)),
                 _prepend(solution, last_q, 'name = input("Your name? ")')))
-    out.append((Kind("flood", "graded", "full", f"prints 40 MB in {last_q}",
+    out.append((Kind("flood", "graded", "full", f"prints 10 MB in {last_q}",
                      detail=(f"the output of {last_q} was cut",)),
-                _prepend(solution, last_q, 'for _ in range(40):\n    print("x" * 1_000_000)')))
+                _prepend(solution, last_q, 'for _ in range(10):\n    print("x" * 1_000_000)')))
 
     text = nbformat.writes(solution)
     out += [

@@ -165,7 +165,7 @@ def test_kernel_only_test_cells_are_reported(graded):
                 "")
     assert all(gid in line for gid in silent) and bool(silent) == bool(line), line
     if graded.case.mini:
-        assert silent == ["t-double", "t-square", "t-both"]  # bare asserts
+        assert set(silent) == {"t-double", "t-square", "t-both"}  # bare asserts
 
 
 def test_every_test_cell_of_the_class_assignment_reports_its_checks(class_graded):
@@ -249,7 +249,7 @@ def test_noise_is_noted_not_penalised(class_graded):
 def test_output_is_capped(class_graded):
     g = class_graded
     nb = g.out / "course" / "autograded" / "flood" / g.case.name / f"{g.case.name}.ipynb"
-    assert nb.stat().st_size < 3 * 2**20, nb.stat().st_size  # 40 MB were printed
+    assert nb.stat().st_size < 3 * 2**20, nb.stat().st_size  # 10 MB were printed
     assert "cut by the grader" in nb.read_text()
     assert (g.out / "course" / "gradebook.db").stat().st_size < 2 * 2**20
     assert max(p.stat().st_size for p in (g.out / "logs").rglob("*.log")) < 2**20

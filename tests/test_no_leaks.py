@@ -72,13 +72,15 @@ def found_values(reference: dict[str, list[dict]], release) -> list[tuple[str, s
     """``[(test cell, spelling)]`` of recorded values that appear in the release's cells."""
     text = "\n".join(c.source for c in release.cells)
     labels = " ".join(str(r.get("what", "")) for recs in reference.values() for r in recs)
+    inputs = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?", labels))
     found = set()
     for cell, records in reference.items():
         for v in values_of(records):
-            if isinstance(v, (int, float)) and re.search(rf"(?<![\w.]){v}(?![\d])", labels):
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and (
+                    str(v) in inputs or (float(v).is_integer() and str(int(v)) in inputs)):
                 continue  # an input of some check (a shape's number), not an answer
             for form in _forms(v):
-                if re.search(rf"(?<![\w.]){re.escape(form)}(?![\d])", text):
+                if form in text and re.search(rf"(?<![\w.]){re.escape(form)}(?![\d])", text):
                     found.add((cell, form))
     return sorted(found)
 

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -30,16 +31,17 @@ def test_canonical_forms():
         sealed.canonical(float("nan"), 3)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(value=st.floats(1e-6, 1e12), rel=st.sampled_from([0.001, 0.002, 0.005, 0.01, 0.05]),
        where=st.floats(-1, 1))
 def test_every_answer_within_tolerance_passes(value, rel, where):
-    s = sealed.seal_number("x", value, salt="test/x", rel=rel)
-    x = value * (1 + where * rel * (1 - 1e-9))
-    assert sealed.judge(s, x).ok, (value, rel, x)
-    # and at most half as much again outside: 1.6 * rel away fails
-    assert not sealed.judge(s, value * (1 + 1.6 * rel)).ok
-    assert not sealed.judge(s, value * (1 - 1.6 * rel)).ok
+    with mock.patch.object(sealed, "ITERATIONS", 1):  # the tolerance logic, not the hash cost
+        s = sealed.seal_number("x", value, salt="test/x", rel=rel)
+        x = value * (1 + where * rel * (1 - 1e-9))
+        assert sealed.judge(s, x).ok, (value, rel, x)
+        # and at most half as much again outside: 1.6 * rel away fails
+        assert not sealed.judge(s, value * (1 + 1.6 * rel)).ok
+        assert not sealed.judge(s, value * (1 - 1.6 * rel)).ok
 
 
 def test_mistakes_are_named_and_never_the_right_answer():

@@ -1,0 +1,126 @@
+"""Units of the grade command that need no kernel: the intake's repairs (course_tools.intake)
+and the scoring rule (course_tools.scoring), on the throwaway course ``mini``."""
+from __future__ import annotations
+
+import copy
+import json
+
+import nbformat
+import pytest
+
+import wrong_answers
+from course_tools.intake import INVALID_JSON, INVALID_NOTEBOOK, MISNAMED, USABLE, \
+    inspect_submission, normalize
+from course_tools.scoring import JobFacts, ReferenceError_, reference_records, score_cells
+
+
+@pytest.fixture
+def mini(mini_course):
+    release = wrong_answers.read(mini_course / "notebooks" / "mini" / "mini.ipynb")
+    source = wrong_answers.read(mini_course / "solutions" / "mini" / "mini.ipynb")
+    return release, wrong_answers.solution_submission(release, source)
+
+
+def _ids(nb):
+    return [wrong_answers._meta(c).get("grade_id") for c in nb.cells]
+
+
+def test_a_clean_submission_needs_no_repair(mini):
+    release, solution = mini
+    nb = copy.deepcopy(solution)
+    assert normalize(nb, release) == []
+    assert _ids(nb) == _ids(solution)
+
+
+def test_pasted_cells_keep_the_copy_in_place(mini):
+    release, solution = mini
+    nb = copy.deepcopy(solution)
+    t = next(c for c in nb.cells if wrong_answers._meta(c).get("grade_id") == "t-double")
+    nb.cells.insert(0, copy.deepcopy(t))          # pasted above everything, same id
+    nb.cells.append(copy.deepcopy(t))             # and at the end
+    notes = normalize(nb, release)
+    assert notes == ["test cell t-double appeared 3 times: the copy at position 5 was graded, "
+                     "the others ran as ordinary cells"]
+    assert _ids(nb).count("t-double") == 1 and _ids(nb).index("t-double") == 4
+    assert len({c.id for c in nb.cells}) == len(nb.cells)  # ids made unique
+    nbformat.validate(nb)
+
+
+def test_deleted_changed_and_unknown_cells(mini):
+    release, solution = mini
+    nb = copy.deepcopy(solution)
+    nb.cells = [c for c in nb.cells if wrong_answers._meta(c).get("grade_id")
+                not in ("q-square", "t-square")]
+    t = next(c for c in nb.cells if wrong_answers._meta(c).get("grade_id") == "t-both")
+    t.metadata["nbgrader"]["points"] = 50
+    t.source = "pass"
+    nb.cells[0].metadata["nbgrader"] = {"grade": True, "grade_id": "t-bonus", "points": 9,
+                                        "solution": False, "locked": True, "schema_version": 3}
+    notes = normalize(nb, release)
+    assert "cell 1 claimed to be graded cell 't-bonus'" in notes[0]
+    assert "the nbgrader settings of cell t-both were changed: restored" in notes
+    assert "test cell t-both was edited: restored from the gradebook before grading" in notes
+    assert "answer cell q-square was missing: it was put back blank" in notes
+    assert "test cell t-square was missing: it was put back and run" in notes
+    assert [g for g in _ids(nb) if g] == [g for g in _ids(release) if g]  # release order
+    assert wrong_answers._meta(nb.cells[-1])["points"] == 1
+
+
+def test_inspect_reports_what_it_found(mini, tmp_path):
+    release, solution = mini
+    d = tmp_path / "ann" / "mini"
+    d.mkdir(parents=True)
+    text = json.dumps(solution)
+    (d / "mini.ipynb").write_text(text[:100])
+    assert inspect_submission(tmp_path / "ann", "mini", {"mini": release}).status == INVALID_JSON
+    (d / "mini.ipynb").write_text('{"cells": 3}')
+    assert inspect_submission(tmp_path / "ann", "mini", {"mini": release}).status == INVALID_NOTEBOOK
+    (d / "mini.ipynb").unlink()
+    (d / "copy of mini.ipynb").write_text(text)
+    i = inspect_submission(tmp_path / "ann", "mini", {"mini": release})
+    assert i.status == MISNAMED and "copy of mini.ipynb" in i.detail
+    (d / "copy of mini.ipynb").rename(d / "mini.ipynb")
+    old = json.loads(text)  # an nbformat 4.4 notebook: no cell ids
+    old["nbformat_minor"] = 4
+    for c in old["cells"]:
+        c.pop("id", None)
+    (d / "mini.ipynb").write_text(json.dumps(old))
+    i = inspect_submission(tmp_path / "ann", "mini", {"mini": release})
+    assert i.status == USABLE and i.notes == []
+    nbformat.validate(i.notebooks["mini"])
+
+
+# --- scoring ----------------------------------------------------------------------------------
+
+TESTS = [("nb", "t-a", 2.0), ("nb", "t-b", 3.0), ("nb", "t-c", 1.0)]
+REC = {"check": "value", "what": "f(1)", "got": 10, "rel": 0.0, "integer": True}
+
+
+def _facts(*cells):
+    events = [{"event": "kernel", "notebook": "nb", "pid": 1}]
+    for i, (gid, extra) in enumerate(cells):
+        events.append({"event": "start", "notebook": "nb", "index": i, "grade_id": gid})
+        events.append({"event": "end", "notebook": "nb", "index": i, "grade_id": gid,
+                       "role": "test", "status": "ok", "errors": [], "stderr": "",
+                       "records": [], "cut": False, **extra})
+    return JobFacts.from_events(events)
+
+
+def test_a_cell_scores_only_if_it_ran_cleanly_and_its_records_match():
+    ref = reference_records(_facts(("t-a", {"records": [REC]}), ("t-b", {}), ("t-c", {})), TESTS)
+    facts = _facts(("t-a", {"records": [dict(REC, got=11)]}),  # passed in the kernel, wrong value
+                   ("t-b", {"stderr": "UserWarning: hm"}),
+                   ("t-c", {"errors": [{"ename": "AssertionError", "evalue": ""}]}))
+    cells, answers, notes = score_cells(facts, TESTS, ref, [], 10)
+    assert [c.score for c in cells] == [0.0, 3.0, 0.0]
+    assert "did not get the reference result" in cells[0].message
+    assert "not held against you" in cells[1].note
+    assert cells[2].message == "AssertionError: a test failed (it gives no message)"
+    right = _facts(("t-a", {"records": [dict(REC, got=10.0)]}))
+    assert [c.score for c in score_cells(right, TESTS, ref, [], 10, "budget")[0]] == [2.0, 0, 0]
+    assert score_cells(right, TESTS, ref, [], 10, "budget")[0][1].message == "not run: budget"
+
+
+def test_a_model_answer_that_fails_stops_the_grading():
+    with pytest.raises(ReferenceError_, match="t-b"):
+        reference_records(_facts(("t-a", {}), ("t-b", {"status": "timeout"}), ("t-c", {})), TESTS)
