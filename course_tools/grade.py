@@ -45,6 +45,7 @@ import argparse
 import csv
 import hashlib
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -57,11 +58,11 @@ from pathlib import Path
 
 import nbformat
 
-from . import (IGNORED, REPO_ROOT, assignments as course_assignments, copy_tree, course_dirs,
+from . import (REPO_ROOT, assignments as course_assignments, copy_tree, course_dirs,
                load_config, open_gradebook, remove_tree, run_nbgrader)
 from .feedback import Report, hidden_lines, render_markdown
 from .intake import (INVALID_JSON, INVALID_NOTEBOOK, MISNAMED, MISSING, USABLE,
-                     inspect_submission)
+                     copy_extra_files, inspect_submission)
 from .jobs import Job, run_all
 from .preprocessors import role
 from .scoring import JobFacts, ReferenceError_, cell_label, reference_records, score_cells
@@ -132,8 +133,13 @@ def tree_digest(root: Path) -> dict[str, str]:
     root = Path(root)
     if not root.is_dir():
         return {}
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_symlink():  # never follow a link out of the folder (or into /dev/zero)
+            out[str(p.relative_to(root))] = "link:" + os.readlink(p)
+        elif p.is_file():
+            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
 
 
 DEFINITION_TABLES = ("assignment", "notebook", "base_cell", "grade_cells", "solution_cells",
@@ -206,8 +212,8 @@ def _make_job(work: Path, i: int, student: str, name: str, course: Path, source_
     if notebooks is None:  # the reference: the source notebooks themselves
         copy_tree(src.dir, sub)
     else:
-        shutil.copytree(student_dir / name, sub, copy_function=shutil.copyfile,
-                        ignore=shutil.ignore_patterns(*IGNORED, "*.ipynb"), dirs_exist_ok=True)
+        sub.mkdir(parents=True)
+        copy_extra_files(student_dir / name, sub)
         for nb_name, nb in notebooks.items():
             nbformat.write(nb, sub / f"{nb_name}.ipynb")
     spec = {"course": str(course), "root": str(root), "assignment": name, "student": student,

@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
+import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +40,12 @@ from .preprocessors import role
 
 USABLE, MISSING, MISNAMED = "graded", "missing", "misnamed"
 INVALID_JSON, INVALID_NOTEBOOK = "invalid_json", "invalid_notebook"
+
+MAX_NOTEBOOK_BYTES = 50 * 2**20
+"""A submitted notebook larger than this is refused (an honest one is well under 1 MiB
+without outputs; this keeps a 5 GB file from being read into memory)."""
+MAX_EXTRA_BYTES = 50 * 2**20
+"""Other files of a submission (data a learner saved) are copied up to this total."""
 
 
 @dataclass
@@ -89,7 +98,16 @@ def inspect_submission(student_dir: Path, assignment: str,
         return Intake(MISSING, f"no notebook {expected[0]} in {assignment}/")
     intake = Intake(USABLE)
     for name in present:
-        raw = (folder / name).read_bytes()
+        path = folder / name
+        if path.is_symlink():
+            return Intake(INVALID_NOTEBOOK, f"{name} is a symbolic link, not a file: submit the "
+                                            "notebook itself")
+        size = path.stat().st_size
+        if size > MAX_NOTEBOOK_BYTES:
+            return Intake(INVALID_NOTEBOOK, f"{name} is {size / 2**20:.0f} MiB (more than "
+                                            f"{MAX_NOTEBOOK_BYTES // 2**20} MiB): clear its "
+                                            "outputs and submit it again")
+        raw = path.read_bytes()
         try:
             json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
@@ -120,6 +138,31 @@ def inspect_submission(student_dir: Path, assignment: str,
     if missing:
         intake.notes.append(f"missing {', '.join(missing)} (scored 0)")
     return intake
+
+
+def copy_extra_files(src: Path, dst: Path, limit: int = MAX_EXTRA_BYTES) -> list[str]:
+    """Copy the regular files under ``src`` except notebooks into ``dst`` (symbolic links,
+    devices and pipes are skipped, and files past ``limit`` bytes in all); returns what was
+    left out."""
+    left, total = [], 0
+    for root, dirs, files in os.walk(src, followlinks=False):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        for f in sorted(files):
+            p = Path(root) / f
+            rel = p.relative_to(src)
+            if f.endswith(".ipynb") or f.startswith(".") or f.endswith(".pyc"):
+                continue
+            st = os.lstat(p)
+            if not stat.S_ISREG(st.st_mode):
+                left.append(f"{rel} (not a regular file)")
+                continue
+            if total + st.st_size > limit:
+                left.append(f"{rel} (too large)")
+                continue
+            total += st.st_size
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(p, dst / rel)
+    return left
 
 
 def _restore_metadata(cell, release_cell) -> nbformat.NotebookNode:

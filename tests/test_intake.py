@@ -124,3 +124,30 @@ def test_a_cell_scores_only_if_it_ran_cleanly_and_its_records_match():
 def test_a_model_answer_that_fails_stops_the_grading():
     with pytest.raises(ReferenceError_, match="t-b"):
         reference_records(_facts(("t-a", {}), ("t-b", {"status": "timeout"}), ("t-c", {})), TESTS)
+
+
+def test_links_devices_and_huge_files_are_not_followed(mini, tmp_path, monkeypatch):
+    import os
+
+    from course_tools import intake
+    from course_tools.intake import copy_extra_files
+
+    release, solution = mini
+    d = tmp_path / "ann" / "mini"
+    d.mkdir(parents=True)
+    (tmp_path / "elsewhere.ipynb").write_text(json.dumps(solution))
+    os.symlink(tmp_path / "elsewhere.ipynb", d / "mini.ipynb")
+    i = inspect_submission(tmp_path / "ann", "mini", {"mini": release})
+    assert i.status == INVALID_NOTEBOOK and "symbolic link" in i.detail
+    (d / "mini.ipynb").unlink()
+    (d / "mini.ipynb").write_text(json.dumps(solution))
+    monkeypatch.setattr(intake, "MAX_NOTEBOOK_BYTES", 1000)
+    i = inspect_submission(tmp_path / "ann", "mini", {"mini": release})
+    assert i.status == INVALID_NOTEBOOK and "clear its outputs" in i.detail
+    # other files: regular ones are copied, a link to a device is not read
+    (d / "data.csv").write_text("1,2\n")
+    os.symlink("/dev/zero", d / "endless.bin")
+    (d / "big.bin").write_bytes(b"x" * 2000)
+    left = copy_extra_files(d, tmp_path / "copy", limit=1000)
+    assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["data.csv"]
+    assert left == ["big.bin (too large)", "endless.bin (not a regular file)"]
