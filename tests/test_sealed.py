@@ -148,6 +148,13 @@ def test_records_compare_as_the_checks_do():
     ok, why = records.same_records([_rec("value", "n", 100)], [ref, ref])
     assert not ok and "1 of the 2 checks" in why
     assert records.same_records([], []) == (True, "")
+    # paired by label: a learner's dict walked in its own key order still matches ...
+    other = _rec("value", "m", 7, rel=0.0, integer=True)
+    assert records.same_records([_rec("value", "m", 7), _rec("value", "n", 100)],
+                                [ref, other]) == (True, "")
+    # ... but an extra result, or a missing one, does not
+    assert not records.same_records([_rec("value", "n", 100), _rec("value", "x", 1)], [ref])[0]
+    assert not records.same_records([_rec("value", "m", 7)], [ref, other])[0]
 
 
 def test_check_close(monkeypatch, capsys):

@@ -144,13 +144,29 @@ def same_record(student: dict, ref: dict) -> bool:
 
 
 def same_records(student: list[dict], reference: list[dict]) -> tuple[bool, str]:
-    """``(match, reason)``: do a test cell's learner records match the reference's one for one?"""
-    for i, ref in enumerate(reference):
-        if i >= len(student):
-            return False, (f"{len(student)} of the {len(reference)} checks reported a result "
-                           f"(the first missing is {ref.get('what')!r})")
-        if not same_record(student[i], ref):
-            return False, f"check {ref.get('what')!r} did not get the reference result"
-    if len(student) > len(reference):
+    """``(match, reason)``: do a test cell's learner records match the reference's?
+
+    Records are paired by ``(check, what)``, in order within a pair (so a check that walks a
+    learner's dict in the learner's key order still pairs up): every reference record needs
+    a learner record that passes it, and the learner may have none the reference lacks."""
+    def groups(recs):
+        out: dict[tuple, list] = {}
+        for r in recs:
+            if isinstance(r, dict):
+                out.setdefault((str(r.get("check")), str(r.get("what"))), []).append(r)
+        return out
+
+    mine, theirs = groups(student), groups(reference)
+    for key, refs in theirs.items():
+        got = mine.get(key, [])
+        if len(got) < len(refs):
+            n = sum(len(v) for v in mine.values() if v)
+            return False, (f"{n} of the {len(reference)} checks reported a result (the first "
+                           f"missing is {key[1]!r})")
+        for g, r in zip(got, refs):
+            if not same_record(g, r):
+                return False, f"check {key[1]!r} did not get the reference result"
+    extra = sum(max(0, len(v) - len(theirs.get(k, []))) for k, v in mine.items())
+    if extra or len(student) != sum(len(v) for v in mine.values()):
         return False, f"{len(student)} results reported where the test makes {len(reference)} checks"
     return True, ""
