@@ -500,9 +500,9 @@ def _print_report(grading: Grading, out: Path, ignored: list[str], echo) -> None
               + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))]
     per_min = 60 * len(grading) / grading.seconds if grading.seconds else 0.0
     lines.append(f"throughput: {len(grading)} submissions in {grading.seconds:.1f} s with "
-                 f"{grading.jobs} job(s) = {per_min:.1f} submissions/minute "
-                 f"({len(ran)} autograded, {sum(r.seconds for r in ran):.0f} s of grading "
-                 "jobs, the model answer included in the total)")
+                 f"{grading.jobs} job(s) = {per_min:.1f} submissions/minute (the whole run; "
+                 f"{len(ran)} autograded, plus the model answer, in "
+                 f"{sum(r.seconds for r in ran):.0f} s of job time)")
     if ignored:
         lines.append(f"ignored (not a student folder or not an assignment): {', '.join(ignored)}")
     lines += [f"note: {n}" for n in grading.notes]
