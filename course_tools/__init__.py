@@ -7,11 +7,14 @@ A *course root* is a folder holding ``nbgrader_config.py``, ``solutions/<assignm
 nbgrader source, answers and hidden tests included) and ``notebooks/<assignment>/`` (the
 student release).  The repository is one; tests build small throwaway ones.
 
-Both tools run nbgrader's own converters (``GenerateAssignment``, ``Autograde``) in-process,
-always in a separate, disposable nbgrader root (a temporary folder, or ``OUT/course``), so
-they never write a gradebook or ``autograded/`` into the repository.  The course's
-``nbgrader_config.py`` is loaded so its settings (code stub, execution timeout) apply; only
-``CourseDirectory.root`` is replaced.  Nothing here holds course content.
+Both tools run nbgrader's own converters (``GenerateAssignment`` in-process, ``Autograde`` in
+one worker process per submission), always in separate, disposable nbgrader roots (a
+temporary folder, or ``OUT/course``), so they never write a gradebook or ``autograded/`` into
+the repository.  The course's ``nbgrader_config.py`` is loaded so its settings (code stub,
+execution timeout) apply; only ``CourseDirectory.root`` is replaced.  Nothing here holds
+course content.  README.md in this folder describes grading: its guarantees, its modules
+(``grade``, ``intake``, ``jobs``, ``worker``, ``preprocessors``, ``scoring``, ``feedback``)
+and its threat model.
 """
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ MINI_WRONG = [
           loses=["t-square"], why="doubles instead of squaring"),
 ]
 
-MINI_SETTINGS = dict(jobs=1, cell_timeout=60, notebook_timeout=15)
+MINI_SETTINGS = dict(jobs=1, cell_timeout=60, notebook_timeout=20)
 """How the mini class is graded: a cell may take longer than the notebook's budget, so the
 student ``over-budget`` (an answer cell that sleeps) is stopped by the budget."""
 
