@@ -5,16 +5,15 @@ The right answers here are written from the GPT-2 architecture (not from course_
 also cross-check the counters the checks compare against."""
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 
 import course_lib as cl
 from course_lib.checks import CheckFailed
 from course_lib.checks import lesson1 as L1
+from notebook_cells import graded_cells
 
 SMALL = L1.GPT2_SMALL
 HIDDEN_LIKE = [dict(d_model=1024, n_layers=24, d_vocab=50257, n_ctx=1024),
@@ -418,31 +417,8 @@ def test_costs_do_not_depend_on_heads():
 CHECK_CALL = re.compile(r"^(lesson1\.check_\w+\(|assert\b)")
 
 
-def _statements(source: str) -> list[ast.stmt]:
-    return ast.parse(source).body
-
-
 def test_notebook_grading_cells_are_well_formed():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    answers, tests = set(), {}
-    for cell in nb.cells:
-        assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
-        meta = cell.metadata.get("nbgrader")
-        if not meta:
-            continue
-        gid = meta["grade_id"]
-        if meta["solution"]:
-            assert gid.startswith("q-") and "### BEGIN SOLUTION" in cell.source
-            answers.add(gid[2:])
-        elif meta["grade"]:
-            assert gid.startswith("t-") and meta["points"] > 0 and cell.id == gid
-            visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
-            for part in (visible, cell.source):
-                last = _statements(part)[-1]
-                # every test cell ends in a check call or an assert, never a bare value
-                assert CHECK_CALL.match(ast.get_source_segment(part, last)), gid
-            tests[gid[2:]] = meta["points"]
-    assert answers == set(tests), "each q- answer cell has its t- test cell"
+    nb, answers, tests = graded_cells(NOTEBOOK, CHECK_CALL)
     assert set(tests) >= {"gpt2-params", "embedding-share", "block-parts", "ff-shares",
                           "doubling", "spec-sheet-costs", "tys1", "tys2", "tys3"}
 

@@ -5,12 +5,10 @@ pass, and no message shows a hidden value.  Also: the lesson's measured figures 
 notebook's prose relies on, and the notebook's graded cells."""
 from __future__ import annotations
 
-import ast
 import math
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -18,6 +16,7 @@ import torch.nn.functional as F
 import course_lib as cl
 from course_lib.checks import CheckFailed
 from course_lib.checks import lesson2 as L2
+from notebook_cells import graded_cells
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson2" / "lesson2.ipynb"
 
@@ -401,25 +400,7 @@ CHECK_CALL = re.compile(r"^(lesson2\.check_\w+\(|assert\b)")
 
 
 def test_notebook_grading_cells_are_well_formed():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    answers, tests = set(), {}
-    for cell in nb.cells:
-        assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
-        meta = cell.metadata.get("nbgrader")
-        if not meta:
-            continue
-        gid = meta["grade_id"]
-        if meta["solution"]:
-            assert gid.startswith("q-") and "### BEGIN SOLUTION" in cell.source
-            answers.add(gid[2:])
-        elif meta["grade"]:
-            assert gid.startswith("t-") and meta["points"] > 0 and cell.id == gid
-            visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
-            for part in (visible, cell.source):
-                last = ast.parse(part).body[-1]
-                assert CHECK_CALL.match(ast.get_source_segment(part, last)), gid
-            tests[gid[2:]] = meta["points"]
-    assert answers == set(tests), "each q- answer cell has its t- test cell"
+    nb, answers, tests = graded_cells(NOTEBOOK, CHECK_CALL)
     assert set(tests) >= {"attention", "largest-weight", "causal-mask", "previous-token",
                           "induction", "heads-above", "missing-or-ignored", "tys1", "tys2", "tys3"}
     text = "\n".join(c.source for c in nb.cells)

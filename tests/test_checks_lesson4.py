@@ -7,7 +7,6 @@ positions as complex multiplication (each pair a + ib times e^(i·m·θ)), tiled
 key tiles only, and the counts from the formulas of the module text."""
 from __future__ import annotations
 
-import ast
 import math
 import re
 from pathlib import Path
@@ -20,6 +19,7 @@ import torch.nn.functional as F
 import course_lib
 from course_lib.checks import CheckFailed
 from course_lib.checks import lesson4 as L4
+from notebook_cells import graded_cells
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson4" / "lesson4.ipynb"
 
@@ -489,25 +489,7 @@ CHECK_CALL = re.compile(r"^(lesson4\.check_\w+\(|assert\b)")
 
 
 def test_notebook_grading_cells_are_well_formed():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    answers, tests = set(), {}
-    for cell in nb.cells:
-        assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
-        meta = cell.metadata.get("nbgrader")
-        if not meta:
-            continue
-        gid = meta["grade_id"]
-        if meta["solution"]:
-            assert gid.startswith("q-") and "### BEGIN SOLUTION" in cell.source
-            answers.add(gid[2:])
-        elif meta["grade"]:
-            assert gid.startswith("t-") and meta["points"] > 0 and cell.id == gid
-            visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
-            for part in (visible, cell.source):
-                last = ast.parse(part).body[-1]
-                assert CHECK_CALL.match(ast.get_source_segment(part, last)), gid
-            tests[gid[2:]] = meta["points"]
-    assert answers == set(tests), "each q- answer cell has its t- test cell"
+    nb, answers, tests = graded_cells(NOTEBOOK, CHECK_CALL)
     assert set(tests) >= {"commutes", "rotary", "rotary-score", "block-macs", "crossover",
                           "score-bytes", "softmax-update", "tiled", "flash", "tys-crossover",
                           "tys-vendor", "longest-input"}

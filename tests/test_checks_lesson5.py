@@ -7,7 +7,6 @@ also cross-check the counters the checks compare against.  The cases graded in t
 are read from its test cells, so every graded case is exercised here too."""
 from __future__ import annotations
 
-import ast
 import builtins
 import math
 import re
@@ -20,6 +19,7 @@ import torch
 import course_lib as cl
 from course_lib.checks import CheckFailed
 from course_lib.checks import lesson5 as L5
+from notebook_cells import graded_cells
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson5" / "lesson5.ipynb"
 GiB = 2**30
@@ -460,25 +460,7 @@ CHECK_CALL = re.compile(r"^(lesson5\.check_\w+\(|assert\b)")
 
 
 def test_notebook_grading_cells_are_well_formed():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    answers, tests = set(), {}
-    for cell in nb.cells:
-        assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
-        meta = cell.metadata.get("nbgrader")
-        if not meta:
-            continue
-        gid = meta["grade_id"]
-        if meta["solution"]:
-            assert gid.startswith("q-") and "### BEGIN SOLUTION" in cell.source
-            answers.add(gid[2:])
-        elif meta["grade"]:
-            assert gid.startswith("t-") and meta["points"] > 0 and cell.id == gid
-            visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
-            for part in (visible, cell.source):
-                last = ast.parse(part).body[-1]
-                assert CHECK_CALL.match(ast.get_source_segment(part, last)), gid
-            tests[gid[2:]] = meta["points"]
-    assert answers == set(tests), "each q- answer cell has its t- test cell"
+    nb, answers, tests = graded_cells(NOTEBOOK, CHECK_CALL)
     assert set(tests) == {"generate-cached", "kv-cache-size", "flops-per-weight-byte",
                           "ridge-point", "requests-fit", "tys1", "tys2", "recap"}
 

@@ -7,12 +7,10 @@ cross-check the counters the checks compare against; the module's figures (REFER
 asserted as typed constants."""
 from __future__ import annotations
 
-import ast
 import math
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 
@@ -20,6 +18,7 @@ import course_lib as cl
 from course_lib.checks import CheckFailed
 from course_lib.checks import lesson6 as L6
 from course_lib.moe import active_params_per_token
+from notebook_cells import graded_cells
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson6" / "lesson6.ipynb"
 PLAIN_CARDS = [n for n in cl.card_names() if cl.load_card(n).mla is None]
@@ -534,24 +533,6 @@ CHECK_CALL = re.compile(r"^(lesson6\.check_\w+\(|assert\b)")
 
 
 def test_notebook_grading_cells_are_well_formed():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    answers, tests = set(), {}
-    for cell in nb.cells:
-        assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
-        meta = cell.metadata.get("nbgrader")
-        if not meta:
-            continue
-        gid = meta["grade_id"]
-        if meta["solution"]:
-            assert gid.startswith("q-") and "### BEGIN SOLUTION" in cell.source
-            answers.add(gid[2:])
-        elif meta["grade"]:
-            assert gid.startswith("t-") and meta["points"] > 0 and cell.id == gid
-            visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
-            for part in (visible, cell.source):
-                last = ast.parse(part).body[-1]
-                assert CHECK_CALL.match(ast.get_source_segment(part, last)), gid
-            tests[gid[2:]] = meta["points"]
-    assert answers == set(tests), "each q- answer cell has its t- test cell"
+    nb, answers, tests = graded_cells(NOTEBOOK, CHECK_CALL)
     assert set(tests) == {"gqa", "kv-bytes", "moe-sizes", "card-params", "requests",
                           "four-sizes", "llama2-70b", "mixtral", "tys1", "tys2"}

@@ -1,0 +1,35 @@
+"""Shared by the lessons' check tests: the structure every graded notebook must have."""
+import ast
+import re
+
+import nbformat
+
+
+def graded_cells(path, check_call: re.Pattern):
+    """Read a source notebook and assert its nbgrader structure: no outputs or execution
+    counts; answer cells ``q-…`` with a solution block; test cells ``t-…`` with points, whose
+    visible part and whole source each end in a call matching ``check_call`` (a check or an
+    assert, never a bare value nbgrader would read as a score); one test cell per answer cell.
+
+    Returns ``(notebook, answer names, {test name: points})`` with the ``q-``/``t-`` cut off.
+    """
+    nb = nbformat.read(path, as_version=4)
+    answers, tests = set(), {}
+    for cell in nb.cells:
+        assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
+        meta = cell.metadata.get("nbgrader")
+        if not meta:
+            continue
+        gid = meta["grade_id"]
+        if meta["solution"]:
+            assert gid.startswith("q-") and "### BEGIN SOLUTION" in cell.source
+            answers.add(gid[2:])
+        elif meta["grade"]:
+            assert gid.startswith("t-") and meta["points"] > 0 and cell.id == gid
+            visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+            for part in (visible, cell.source):
+                last = ast.parse(part).body[-1]
+                assert check_call.match(ast.get_source_segment(part, last)), gid
+            tests[gid[2:]] = meta["points"]
+    assert answers == set(tests), "each q- answer cell has its t- test cell"
+    return nb, answers, tests
