@@ -9,7 +9,7 @@ expected value itself.  Nothing here prints or warns (stderr would cost the cell
 Lesson-specific checks live in ``course_lib.checks.lessonN``.
 
 Under grading, every primitive here (:func:`check_value`, :func:`check_choice`,
-:func:`check_sealed`, :func:`check_close`) also publishes a *record* of what it compared (see
+:func:`check_sealed`, :func:`check_close`, :func:`check_equal`) also publishes a *record* of what it compared (see
 :mod:`course_lib.checks.records`), so the grader can compare the learner's values with the
 model answer's outside the kernel.  Build lesson checks from these primitives: a check that
 compares on its own (a bare ``assert``, ``torch.allclose``) is decided in the kernel only.
@@ -163,6 +163,18 @@ def check_close(got, expected, *, what: str, rtol: float = 1e-5, atol: float = 1
             raise CheckFailed(f"{what} is not right: {diagnosis}")
     raise CheckFailed(f"{what} is not right: {np.mean(np.abs(a - e) > atol + rtol * np.abs(e)):.0%} "
                       "of its values are off")
+
+
+def check_equal(got, expected, *, what: str) -> None:
+    """Pass if ``got`` equals ``expected`` exactly, compared as plain data (tuples as lists,
+    numpy/torch scalars as numbers: :func:`course_lib.checks.records.json_safe`), else raise
+    :class:`CheckFailed` without showing ``expected``.  For answers with no tolerance: a list of
+    (layer, head) pairs, a list of labels, a bool mask as nested lists.  Lesson checks call it
+    once they have given their own, more specific diagnosis, so that the grader also compares
+    the value outside the kernel."""
+    _records.publish("equal", what, got=got)
+    if _records.json_safe(got) != _records.json_safe(expected):
+        raise CheckFailed(f"{what} is not right")
 
 
 @contextmanager

@@ -3,8 +3,8 @@
 While a notebook is autograded (``course_tools.grade`` sets ``COURSE_CHECK_RECORDS=1`` in the
 kernel's environment), each check primitive (:func:`~course_lib.checks.check_value`,
 :func:`~course_lib.checks.check_choice`, :func:`~course_lib.checks.check_sealed`,
-:func:`~course_lib.checks.check_close`) publishes one *record*: a display output of MIME type
-:data:`MIME` holding what was checked and the learner's value, e.g.
+:func:`~course_lib.checks.check_close`, :func:`~course_lib.checks.check_equal`) publishes
+one *record*: a display output of MIME type :data:`MIME` holding what was checked and the learner's value, e.g.
 ``{"check": "value", "what": "gpt2_params(d_model=64, ...)", "got": 123456, "rel": 0.0,
 "integer": true}``.  Outside grading nothing is published (the learner sees no change).
 
@@ -127,7 +127,7 @@ def same_record(student: dict, ref: dict) -> bool:
     kind, got = ref.get("check"), student.get("got")
     if kind == "value":
         return same_value(got, ref)
-    if kind == "choice":
+    if kind in ("choice", "equal"):
         return got == ref.get("got")
     if kind == "sealed":
         from .sealed import Sealed, judge
