@@ -32,7 +32,7 @@ from ..memory import (kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, req
 from ..params import count_params, mlp_params
 from ..shapes import ModelShape
 from ..units import GB, GiB, TiB, dtype_bytes
-from . import CheckFailed, check_choice, check_sealed, check_value, own_work
+from . import CheckFailed, check_choice, check_equal, check_sealed, check_value, own_work
 from .sealed import Sealed
 
 # --- what the capstone covers ------------------------------------------------------------------
@@ -424,6 +424,7 @@ def check_servable(fn, cards=CANDIDATES, scenarios: Sequence[Mapping] = (SCENARI
             if name not in result:
                 raise CheckFailed(f"{label}: {name} is missing: its context is long enough and "
                                   "at least one request fits")
+        check_equal(sorted(result), sorted(expected), what=f"{label}: the cards that serve it")
         for name, n in expected.items():
             m = size_mistakes(configs[name], context, memory, dtype)["requests_that_fit"]
             check_value(result[name], n, what=f"{label}[{name!r}]", integer=True, mistakes=m)

@@ -774,6 +774,7 @@ def check_tys2(reason, unscaled, scaled) -> None:
         mean, std = largest_weight_reference(d_k, n, is_scaled, SCALE_TRIALS, SCALE_SEED)
         tol = _mc_tolerance(std, SCALE_TRIALS)
         if abs(got - mean) <= tol:
+            check_value(got, mean, what=what, rel=2 * tol / abs(mean))  # for the grader
             continue
         text = SCALE_TEXT["scaled" if is_scaled else "unscaled"]
         other = largest_weight_reference(d_k, n, not is_scaled, SCALE_TRIALS, SCALE_SEED)[0]

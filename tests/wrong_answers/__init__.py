@@ -10,7 +10,9 @@ source (``solutions/``):
   source's code, ``### BEGIN/END SOLUTION`` marker lines removed: must score full marks;
 * the blank release itself: must score zero;
 * :func:`wrong_submission`: the solution submission with some answer cells replaced by
-  :class:`Wrong` entries' code: each entry's ``loses`` cells score 0, every other full.
+  :class:`Wrong` entries' code: each entry's ``loses`` cells score 0, every other full;
+* :func:`disarmed_submission`: a wrong submission whose learner also disarmed every course
+  check in the kernel (:data:`DISARM_CHECKS`): it must score exactly as the wrong one does.
 
 :func:`batches` packs entries into as few submissions as it can (each autograde run costs
 seconds).
@@ -116,6 +118,41 @@ def wrong_submission(solution_nb, wrongs: list[Wrong]):
             seen.add(gid)
     if seen != set(by_cell):
         raise ValueError(f"no answer cell for {sorted(set(by_cell) - seen)}")
+    return nb
+
+
+DISARM_CHECKS = """\
+# Hostile: make every course check pass in the kernel, whatever the answers.
+import functools as _functools, importlib as _importlib
+
+def _swallow(check):
+    @_functools.wraps(check)
+    def swallowed(*args, **kwargs):
+        try:
+            return check(*args, **kwargs)
+        except Exception:
+            return None
+    return swallowed
+
+for _name in ("", ".lesson1", ".lesson2", ".lesson3", ".lesson4", ".lesson5", ".lesson6",
+              ".capstone"):
+    _module = _importlib.import_module("course_lib.checks" + _name)
+    for _key, _value in list(vars(_module).items()):
+        if _key.startswith("check_") and callable(_value):
+            setattr(_module, _key, _swallow(_value))
+"""
+"""Code that replaces every ``check_*`` function of course_lib.checks and its lesson modules
+with one that swallows any failure, so no test cell raises in the kernel: whatever a graded
+cell earns then, the grader decided outside the kernel (from the check records)."""
+
+
+def disarmed_submission(nb):
+    """A copy of submission ``nb`` with :data:`DISARM_CHECKS` run first in its first answer
+    cell: a hostile learner who answered as ``nb`` does.  It must score exactly what ``nb``
+    scores."""
+    nb = copy.deepcopy(nb)
+    first = next(c for c in nb.cells if _meta(c).get("solution") and c.cell_type == "code")
+    first.source = DISARM_CHECKS + "\n" + first.source
     return nb
 
 
