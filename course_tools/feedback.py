@@ -22,6 +22,7 @@ WITHHELD = "[line withheld: it quotes a hidden test]"
 
 STATUS_WORDS = {
     "graded": "graded",
+    "blank": "no answer cell was changed from the release",
     "timeout": "a cell ran out of time",
     "kernel_died": "the Python kernel died",
     "missing": "no notebook found",
@@ -125,7 +126,11 @@ def render_markdown(r: Report) -> str:
                   f"Submit your notebook as `{r.assignment}/{r.assignment}.ipynb`, saved from "
                   "Jupyter, and ask your instructor to grade it again.", ""]
         return "\n".join(lines)
-    if r.status != "graded":
+    if r.status == "blank":
+        lines += [f"**Blank submission**: {r.detail}.", "",
+                  "Write your answers in the answer cells themselves (the tests use what they "
+                  "define), run the notebook, save it and submit it again.", ""]
+    elif r.status != "graded":
         lines += [f"**{STATUS_WORDS.get(r.status, r.status).capitalize()}**: {r.detail}", "",
                   "Cells that finished before that count; the others score 0.", ""]
     several = len({c.notebook for c in r.cells}) > 1

@@ -27,13 +27,15 @@ command checks (by hashing before and after) that it is so.  Steps:
    <assignment>.md`` (course_tools.feedback), ``OUT/logs/<student>/<assignment>.log`` and
    ``OUT/report.txt`` (what the command printed: one line per student, then throughput).
 
-Statuses: ``graded``; ``timeout`` (a cell ran past its timeout, or the notebook past its
-budget: cells that finished still count); ``kernel_died`` (likewise); ``missing``;
-``misnamed`` (a notebook or folder under another name, named in the detail); ``invalid_json``;
-``invalid_notebook``; ``bad_student_id``; ``autograde_error`` (nbgrader or the worker failed:
-see the log).  Rows that could not run score 0.  Grades do not depend on ``--jobs``, on the
-other submissions, or on the run (timeouts aside: a cell near its limit may finish one time
-and not the next).
+Statuses: ``graded``; ``blank`` (no answer cell was changed from the release and no test
+cell earned a point: graded like any other, so it scores 0; a notebook that answers in cells
+of its own and passes a test is ``graded``); ``timeout`` (a cell ran past its timeout, or
+the notebook past its budget: cells that finished still count); ``kernel_died`` (likewise);
+``missing``; ``misnamed`` (a notebook or folder under another name, named in the detail);
+``invalid_json``; ``invalid_notebook``; ``bad_student_id``; ``autograde_error`` (nbgrader or
+the worker failed: see the log).  Rows that could not run score 0.  Grades do not depend on
+``--jobs``, on the other submissions, or on the run (timeouts aside: a cell near its limit
+may finish one time and not the next).
 
 Exit status: 0 when every row was written; 1 when nbgrader failed on some submission
 (``autograde_error``) or a file that must not change did; 2 for bad arguments or a model
@@ -67,11 +69,11 @@ from .jobs import Job, run_all
 from .preprocessors import role
 from .scoring import JobFacts, ReferenceError_, cell_label, reference_records, score_cells
 
-GRADED = USABLE
+GRADED, BLANK = USABLE, "blank"
 TIMEOUT, KERNEL_DIED = "timeout", "kernel_died"
 BAD_STUDENT_ID, AUTOGRADE_ERROR = "bad_student_id", "autograde_error"
-STATUSES = (GRADED, TIMEOUT, KERNEL_DIED, MISSING, MISNAMED, INVALID_JSON, INVALID_NOTEBOOK,
-            BAD_STUDENT_ID, AUTOGRADE_ERROR)
+STATUSES = (GRADED, BLANK, TIMEOUT, KERNEL_DIED, MISSING, MISNAMED, INVALID_JSON,
+            INVALID_NOTEBOOK, BAD_STUDENT_ID, AUTOGRADE_ERROR)
 
 MARKER = ".course-tools-grade"
 """File that marks a folder as this tool's output (so a re-run may clear it)."""
@@ -162,7 +164,8 @@ def gradebook_definition(db: Path) -> str:
 
 class _Source:
     """What grading needs from an assignment: notebook names, the source and release
-    notebooks, the test cells ``[(notebook, grade_id, points)]`` in order, hidden-test lines."""
+    notebooks, the test cells ``[(notebook, grade_id, points)]`` in order, hidden-test lines,
+    the number of answer cells in the release."""
 
     def __init__(self, source_dir: Path, release_dir: Path):
         self.dir = source_dir
@@ -171,6 +174,7 @@ class _Source:
                         for n in self.notebooks}
         self.tests: list[tuple[str, str, float]] = []
         self.hidden: list[str] = []
+        self.answers = sum(role(c) == "answer" for nb in self.release.values() for c in nb.cells)
         for n in self.notebooks:
             nb = nbformat.read(source_dir / f"{n}.ipynb", as_version=4)
             self.hidden += hidden_lines(nb)
@@ -260,15 +264,36 @@ def _stop_words(job: Job, facts: JobFacts, settings: dict) -> tuple[str, str, st
     return GRADED, "", ""
 
 
+def blank_words(n_answers: int, changed: list[str], added: int, cells: list) -> str:
+    """The detail sentence of a *blank* submission, or "" if it is not blank.
+
+    Blank: the release has answer cells, none of them was changed (``changed``, from
+    :func:`course_tools.intake.answers_changed`), and no test cell (``cells``, the
+    :class:`~course_tools.feedback.CellResult` list) earned a point.  ``added`` code cells
+    of the learner's own are named, since they might hold work done outside the answer cells."""
+    if not n_answers or changed or any(c.score > 0 for c in cells):
+        return ""
+    extra = (f" (it has {added} code cell{'s' if added != 1 else ''} the release does not "
+             "have, but no test passed)") if added else ""
+    return "no answer cell was changed from the release" + extra
+
+
 def _finish_job(job: Job, src: _Source, reference: dict, settings: dict, report: Report,
-                out: Path, root: Path, db_url: str) -> None:
-    """Score a student's job, record it in the master gradebook, keep its log and notebook."""
+                out: Path, root: Path, db_url: str, changed: list[str], added: int) -> None:
+    """Score a student's job, record it in the master gradebook, keep its log and notebook.
+
+    ``changed``/``added``: the intake's answer cells that differ from the release and code
+    cells not in it (a finished notebook with neither and no points is ``blank``)."""
     facts = JobFacts.from_events(job.events())
     status, sentence, why = _stop_words(job, facts, settings)
-    report.status = status
     report.seconds = job.seconds
     report.cells, report.answer_errors, notes = score_cells(
         facts, src.tests, reference, src.hidden, settings["cell_timeout"], why)
+    if status == GRADED:
+        blank = blank_words(src.answers, changed, added, report.cells)
+        if blank:
+            status, sentence = BLANK, blank
+    report.status = status
     report.notes += notes
     report.nbgrader_scores = {k: v[0] for k, v in (job.result() or {}).get(
         "nbgrader_scores", {}).items()}
@@ -371,6 +396,7 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     grading_notes: list[str] = []
     job_list: list[Job] = []
     by_job: dict[int, Report] = {}
+    answered: dict[int, tuple[list[str], int]] = {}  # id(job): intake's (changed, added)
     try:
         for student_dir in students:
             student = student_dir.name
@@ -391,6 +417,7 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
                 job = _make_job(work, len(job_list), student, name, course, source, src,
                                 template_db, settings, intake.notebooks, student_dir)
                 by_job[id(job)] = report
+                answered[id(job)] = (intake.changed, intake.added)
                 job_list.append(job)
 
         # the model answer of each assignment someone is graded on, first in the queue
@@ -432,7 +459,7 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
         for job in job_list:
             if not job.reference:
                 _finish_job(job, sources[job.assignment], references[job.assignment], settings,
-                            by_job[id(job)], out, root, db_url)
+                            by_job[id(job)], out, root, db_url, *answered[id(job)])
     finally:
         if keep_work:
             echo(f"worker roots kept in {work}")

@@ -21,6 +21,9 @@ accident or on purpose, each repair written down as a note for the report and fe
   believed; nbgrader's ``ClearOutput`` does the same);
 * duplicate cell ids (a pasted cell): made unique.
 
+:func:`answers_changed` compares the answer cells of a normalized notebook with the release's
+(whitespace at the ends ignored), which the grade command uses to flag a *blank* submission.
+
 Nothing is read from or written to the submitted file itself: this works on a copy in memory.
 """
 from __future__ import annotations
@@ -52,11 +55,16 @@ MAX_EXTRA_BYTES = 50 * 2**20
 class Intake:
     """One student's one assignment, as found: ``status`` (:data:`USABLE` or a problem),
     ``detail`` (what is wrong, for a problem), ``notebooks`` (``{name: notebook}`` for the
-    notebooks that can be graded) and ``notes`` (repairs made)."""
+    notebooks that can be graded), ``notes`` (repairs made), ``changed`` (grade_ids of the
+    answer cells whose source differs from the release's, see :func:`answers_changed`; each
+    prefixed ``notebook/`` when the assignment has several notebooks) and ``added`` (how many
+    code cells of the notebooks are not in the release, see :func:`added_cells`)."""
     status: str
     detail: str = ""
     notebooks: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    added: int = 0
 
 
 def _meta(cell) -> dict:
@@ -134,10 +142,38 @@ def inspect_submission(student_dir: Path, assignment: str,
             return Intake(INVALID_NOTEBOOK, f"{name} is JSON but not a notebook ({first[:200]})")
         intake.notebooks[stem] = nb
         intake.notes += [f"{stem}: {n}" if len(expected) > 1 else n for n in notes]
+        intake.changed += [f"{stem}/{g}" if len(expected) > 1 else g
+                           for g in answers_changed(nb, releases[stem])]
+        intake.added += added_cells(nb, releases[stem])
     missing = sorted(set(expected) - set(present))
     if missing:
         intake.notes.append(f"missing {', '.join(missing)} (scored 0)")
     return intake
+
+
+def answers_changed(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[str]:
+    """``grade_id`` of each answer cell (nbgrader ``solution: true``) of ``nb`` whose source
+    differs from the same cell of ``release``, whitespace at either end ignored; in the order
+    of ``nb``.
+
+    ``nb`` should be normalized first (:func:`normalize`): then every answer cell of the
+    release is in it exactly once, a deleted one put back as the release's stub (so
+    unchanged).  An answer cell of ``nb`` that the release does not have counts as changed.
+    """
+    released = {_gid(c): c.source.strip() for c in release.cells
+                if _gid(c) and role(c) == "answer"}
+    return [_gid(c) for c in nb.cells if _gid(c) and role(c) == "answer"
+            and c.source.strip() != released.get(_gid(c))]
+
+
+def added_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> int:
+    """How many code cells of ``nb`` without nbgrader metadata hold code (not blank) that no
+    cell of ``release`` holds, whitespace at either end ignored: cells a learner added or
+    rewrote.  Cells with a ``grade_id`` are not counted (answer cells: see
+    :func:`answers_changed`; test and read-only cells are restored from the gradebook)."""
+    released = {c.source.strip() for c in release.cells}
+    return sum(1 for c in nb.cells if c.cell_type == "code" and not _gid(c)
+               and c.source.strip() and c.source.strip() not in released)
 
 
 def copy_extra_files(src: Path, dst: Path, limit: int = MAX_EXTRA_BYTES) -> list[str]:

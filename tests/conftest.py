@@ -6,8 +6,9 @@ Course fixtures (for tests/test_release.py and tests/test_grading.py):
   (built here, so the tools are tested even before any real assignment exists) and every
   real assignment in ``solutions/``.
 * ``graded``: the case graded once through ``course_tools.grade`` (solution, blank and
-  wrong-answer submissions; for ``mini`` also one that runs past its budget; for
-  :data:`CLASS_ASSIGNMENT` also the broken and hostile class of tests/grading_class.py);
+  wrong-answer submissions; for ``mini`` also one that runs past its budget and the
+  nearly-blank ones of :data:`MINI_NEARLY_BLANK`; for :data:`CLASS_ASSIGNMENT` also the
+  broken and hostile class of tests/grading_class.py);
   shared by all tests and, under pytest-xdist, by all workers (a file lock makes the first
   one build it).
 * ``class_graded``: ``graded`` for :data:`CLASS_ASSIGNMENT` (skips if it does not exist).
@@ -90,6 +91,17 @@ MINI_WRONG = [
     Wrong(cell="q-square", source="def square(x):\n    return 2 * x",
           loses=["t-square"], why="doubles instead of squaring"),
 ]
+
+MINI_NEARLY_BLANK = {
+    # answer cells as released, the answer in a cell of its own: t-double passes (2 points)
+    "answered-elsewhere": ({}, "def double(x):\n    return 2 * x", "graded", 2),
+    # likewise but wrong: no test passes, so blank (its detail counts the added cell)
+    "elsewhere-wrong": ({}, "def double(x):\n    return x + 2", "blank", 0),
+    # q-double as released, q-square answered (wrongly): 0 points, but not blank
+    "partly-blank": ({"q-square": "def square(x):\n    return 2 * x"}, None, "graded", 0),
+}
+"""Mini students built from the blank release: ``{student: ({answer grade_id: source},
+code of a cell added after q-double or None, expected status, expected score)}``."""
 
 MINI_SETTINGS = dict(jobs=1, cell_timeout=60, notebook_timeout=20)
 """How the mini class is graded: a cell may take longer than the notebook's budget, so the
@@ -265,6 +277,16 @@ def build_graded(case: Case, root: Path) -> None:
         next(c for c in slow.cells if wrong_answers._meta(c).get("grade_id") == "q-square"
              ).source = "import time\ntime.sleep(3600)"
         _write(slow, subs / "over-budget" / name / f"{name}.ipynb")
+        for student, (answers, added, _, _) in MINI_NEARLY_BLANK.items():
+            nb = copy.deepcopy(release)
+            for cell in nb.cells:
+                gid = wrong_answers._meta(cell).get("grade_id")
+                cell.source = answers.get(gid, cell.source)
+            if added is not None:
+                at = next(i for i, c in enumerate(nb.cells)
+                          if wrong_answers._meta(c).get("grade_id") == "q-double")
+                nb.cells.insert(at + 1, nbformat.v4.new_code_cell(added))
+            _write(nb, subs / student / name / f"{name}.ipynb")
         settings = MINI_SETTINGS
     elif name == CLASS_ASSIGNMENT:
         grading_class.write(grading_class.build(release, source, list(case.wrongs)), subs, name)

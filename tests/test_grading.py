@@ -1,8 +1,8 @@
 """Grading through nbgrader's own autograde (via course_tools.grade).
 
 Three-way, for every assignment: the model answer scores full marks, the blank release scores
-zero, and each plausible wrong answer of tests/wrong_answers/<assignment>.py loses exactly the
-test cells it names.
+zero (status ``blank``), and each plausible wrong answer of tests/wrong_answers/<assignment>.py
+loses exactly the test cells it names.
 
 A class (tests/grading_class.py, for lesson 1): broken and hostile submissions of every kind
 the grade command guarantees to survive, graded in one run with the others: every student
@@ -15,6 +15,7 @@ Each assignment is graded once per run (fixture ``graded`` in conftest.py).
 from __future__ import annotations
 
 import ast
+import copy
 import csv
 import shutil
 import subprocess
@@ -25,8 +26,9 @@ import nbformat
 
 import grading_class
 import wrong_answers
-from conftest import MINI_SETTINGS
-from course_tools.feedback import WITHHELD, hidden_lines
+from conftest import MINI_NEARLY_BLANK, MINI_SETTINGS
+from course_tools.feedback import STATUS_WORDS, WITHHELD, hidden_lines
+from course_tools.intake import answers_changed
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -83,12 +85,39 @@ def test_solution_scores_full_marks(graded):
     assert row["score"] == row["max_score"] == sum(wrong_answers.graded_cells(_source(graded.case)).values())
 
 
+BLANK_REASON = "no answer cell was changed from the release"
+
+
 def test_blank_release_scores_zero(graded):
     row = graded.results["blank"]
-    assert row["status"] == "graded", row["detail"]
     earned = {gid: s for gid, s in graded.cell_scores("blank").items() if s[0] != 0}
     assert not earned, f"the blank release earns points in {earned}: a test that cannot fail"
     assert row["score"] == 0
+    # flagged, with its reason, in the CSV, the report and the student's feedback
+    assert row["status"] == "blank" and row["detail"] == BLANK_REASON, row
+    with open(graded.out / "grades.csv", newline="") as f:
+        csv_row = next(r for r in csv.DictReader(f) if r["student"] == "blank"
+                       and r["assignment"] == graded.case.name)
+    assert (csv_row["status"], csv_row["detail"]) == ("blank", BLANK_REASON)
+    line = next(ln for ln in graded.report.splitlines() if ln.strip().startswith("blank "))
+    assert line.endswith(f" blank: {BLANK_REASON}"), line
+    assert STATUS_WORDS["blank"] == BLANK_REASON
+    text = (graded.out / "feedback" / "blank" / f"{graded.case.name}.md").read_text()
+    assert f"**Blank submission**: {BLANK_REASON}." in text
+
+
+def test_only_the_blank_release_is_blank(graded):
+    """The model answer and every wrong-answer submission change answer cells (so none could
+    be blank even if it scored 0) and are graded; the blank release changes none."""
+    name = graded.case.name
+    release = wrong_answers.read(graded.root / "release" / name / f"{name}.ipynb")
+    students = ["solution"] + [f"wrong-{i}" for i in range(1, len(graded.batches) + 1)]
+    for student in students:
+        nb = wrong_answers.read(graded.submissions / student / name / f"{name}.ipynb")
+        assert answers_changed(nb, release), f"{student} changes no answer cell"
+        assert graded.results[student]["status"] == "graded", graded.results[student]
+    blank = wrong_answers.read(graded.submissions / "blank" / name / f"{name}.ipynb")
+    assert answers_changed(blank, release) == []
 
 
 def test_wrong_answers_lose_exactly_their_cells(graded):
@@ -119,7 +148,7 @@ def test_grades_csv_agrees_with_the_gradebook(graded):
     points = sum(wrong_answers.graded_cells(_source(graded.case)).values())
     for r in rows:
         assert float(r["max_score"]) == points
-        if r["status"] in ("graded", "timeout", "kernel_died"):  # cells that ran count
+        if r["status"] in ("graded", "blank", "timeout", "kernel_died"):  # cells that ran count
             assert float(r["score"]) == sum(s for s, _ in graded.cell_scores(r["student"]).values())
         else:  # not run: no submission in the gradebook
             assert float(r["score"]) == 0 and r["detail"]
@@ -139,7 +168,7 @@ def test_feedback_lists_points_and_hides_hidden_tests(graded):
         assert "BEGIN HIDDEN" not in text
         shown = [h for h in secret if h in text]
         assert not shown, f"feedback of {student} shows hidden test code: {shown}"
-        if row["status"] != "graded":
+        if row["status"] not in ("graded", "blank"):
             continue
         for gid, (score, max_score) in graded.cell_scores(student).items():
             assert f"| `{gid}` | {score:g} / {max_score:g} |" in text, (student, gid)
@@ -282,6 +311,66 @@ def test_a_notebook_over_its_budget_is_stopped(mini_graded):
     assert mini_graded.cell_scores("over-budget") == {
         "t-double": (2, 2), "t-square": (0, 3), "t-both": (0, 1)}
     assert row["seconds"] < budget + 10
+
+
+def test_nearly_blank_submissions(mini_graded):
+    """Only a notebook whose answer cells are as released *and* that earns nothing is blank:
+    an answer written in a cell of its own that passes a test, or one answer cell changed
+    (even if wrong), keeps the status ``graded``."""
+    for student, (_, _, status, score) in MINI_NEARLY_BLANK.items():
+        row = mini_graded.results[student]
+        assert (row["status"], row["score"]) == (status, score), (student, row["detail"])
+    assert mini_graded.results["elsewhere-wrong"]["detail"] == (
+        "no answer cell was changed from the release (it has 1 code cell the release does "
+        "not have, but no test passed)")
+    assert mini_graded.cell_scores("answered-elsewhere")["t-double"] == (2, 2)
+
+
+def test_blank_detection_on_a_hand_built_notebook():
+    """course_tools.intake.answers_changed / added_cells and grade.blank_words, no kernel."""
+    from course_tools.feedback import CellResult
+    from course_tools.grade import blank_words
+    from course_tools.intake import added_cells
+
+    def cell(source, **nbgrader):
+        c = nbformat.v4.new_code_cell(source)
+        if nbgrader:
+            c.metadata["nbgrader"] = {"schema_version": 3, "grade": False, "solution": False,
+                                      "locked": False, "task": False, **nbgrader}
+        return c
+
+    stub = "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()"
+    release = nbformat.v4.new_notebook(cells=[
+        cell("import math", grade_id="setup", locked=True),
+        cell(stub, grade_id="q-f", solution=True),
+        cell("assert f(1) == 2", grade_id="t-f", grade=True, locked=True, points=1),
+        cell("g = None", grade_id="q-g", solution=True),
+        nbformat.v4.new_markdown_cell("Notes"),
+    ])
+    nb = copy.deepcopy(release)
+    nb.cells[1].source = "\n  " + stub + "\n\n"  # whitespace at the ends only
+    nb.cells[2].source = "pass"  # a test cell is not an answer cell (and is restored)
+    nb.cells[4].source = "my notes"  # nor is markdown
+    assert answers_changed(nb, release) == [] and added_cells(nb, release) == 0
+    nb.cells[3].source = "g = 7"
+    assert answers_changed(nb, release) == ["q-g"]
+    nb.cells[3].source = "g = None"
+    nb.cells[1].source = stub.replace("    raise", "    return 2 * x\n    raise")
+    assert answers_changed(nb, release) == ["q-f"]  # a change inside counts
+
+    nb = copy.deepcopy(release)
+    nb.cells.insert(2, cell("def f(x):\n    return x + 1"))
+    nb.cells.insert(3, cell("   "))  # blank: not counted
+    nb.cells.insert(4, cell("import math"))  # a copy of a release cell: not counted
+    assert answers_changed(nb, release) == [] and added_cells(nb, release) == 1
+
+    zero, one = CellResult("t-f", "nb", 0.0, 1.0), CellResult("t-f", "nb", 1.0, 1.0)
+    assert blank_words(2, [], 0, [zero]) == BLANK_REASON
+    assert blank_words(2, [], 1, [zero]) == (BLANK_REASON + " (it has 1 code cell the release "
+                                             "does not have, but no test passed)")
+    assert blank_words(2, [], 1, [one]) == ""  # answered elsewhere and passed
+    assert blank_words(2, ["q-g"], 0, [zero]) == ""  # partly blank is not blank
+    assert blank_words(0, [], 0, [zero]) == ""  # no answer cells: nothing to leave blank
 
 
 def test_jobs_and_grading_alone_change_no_grade(mini_graded, tmp_path, monkeypatch):
