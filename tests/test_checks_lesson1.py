@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import nbformat
+import numpy as np
 import pytest
 
 import course_lib as cl
@@ -91,9 +93,11 @@ def test_right_answers_pass_on_gpt2_small_and_hidden_like_shapes(capsys):
         L1.GPT2_SMALL_CARD, dict(n_layers=24, d_model=1024, n_heads=16, d_vocab=50257, n_ctx=1024),
         dict(n_layers=4, d_model=256, n_heads=4, d_vocab=5000, n_ctx=2048)])
     L1.check_tys1(124, 31.6)
+    L1.check_tys1(124, 32)
     L1.check_tys1(124.44, 31.65)
     L1.check_tys2("feed-forward", 2 / 3)
     L1.check_tys2(" Feed_Forward ", 0.667)
+    L1.check_tys2("feed-forward", 0.66)
     L1.check_tys3(4, 2)
     L1.check_tys3(3.997, 2.0)
     out = capsys.readouterr()
@@ -335,6 +339,7 @@ def test_doubling_wants_four_numbers():
     ((124_439_808, 31.6), "in millions"),
     ((124.4, 0.3165), "not a fraction"),
     ((124.4, 31.0), "position embedding is part"),
+    ((124, 31), "position embedding is part"),
     ((124.4, 46.3), "not by the rest"),
     ((124.4, 24.2), "tied head twice"),
 ])
@@ -362,6 +367,99 @@ def test_tys2_mistakes(answer, phrase):
 ])
 def test_tys3_mistakes(answer, phrase):
     assert phrase in fails(L1.check_tys3, *answer)
+
+
+# --- test yourself: "about" answers pass when sensibly rounded --------------------------------
+# The values come from the architecture (gpt2_right, embedding_right), not from the seals.
+# Tolerances: the embedding share in percent within 1.6 %, the feed-forward share within 1.5 %.
+
+def _tys_values():
+    e, share = embedding_right(**SMALL)
+    return gpt2_right(**SMALL) / 1e6, 100 * share, 8 / 12
+
+
+def _judge(sealed, got):
+    from course_lib.checks.sealed import judge
+    return judge(sealed, got)
+
+
+def _question(n: int) -> str:
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    (text,) = [c.source for c in nb.cells if c.cell_type == "markdown"
+               and re.search(rf"^\*\*{n}\.\*\*", c.source, re.M)]
+    return text[text.index(f"**{n}.**"):]
+
+
+def test_tys_prose_says_how_rounded_and_that_rounding_passes():
+    """The questions say how far to round, and an answer rounded that far passes."""
+    params, percent, ff = _tys_values()
+    assert "Whole numbers will do" in _question(1)
+    assert "Two decimals will do" in _question(2)
+    assert "Whole numbers will do" in _question(3)
+    L1.check_tys1(round(params), round(percent))
+    L1.check_tys2("feed-forward", round(ff, 2))
+    L1.check_tys3(4, 2)
+
+
+@pytest.mark.parametrize("percent", [32, 32.0, 31.6, 31.65, 31.5, 31.7, 31.649])
+def test_tys1_rounded_share_passes(percent):
+    L1.check_tys1(124, percent)
+
+
+@pytest.mark.parametrize("share", [0.66, 0.67, 0.667, 0.6667, 2 / 3, 8 / 12, np.float32(2 / 3)])
+def test_tys2_rounded_share_passes(share):
+    L1.check_tys2("feed-forward", share)
+
+
+@pytest.mark.parametrize("sealed, value, rel", [
+    (L1.TYS1_EMBEDDING, _tys_values()[1], 0.016),
+    (L1.TYS2_FF_SHARE, _tys_values()[2], 0.015),
+], ids=["tys1-embedding", "tys2-ff-share"])
+def test_everything_within_the_tolerance_passes_and_is_never_a_mistake(sealed, value, rel):
+    """Every answer within the stated tolerance passes (so no mistake's diagnosis can fire on
+    it), and nothing more than 1.5 times the tolerance away does."""
+    for i in range(-10, 11):
+        v = _judge(sealed, value * (1 + rel * i / 10))
+        assert v.ok and v.mistake is None, (i, v)
+    for k in (-1, 1):
+        for far in (1.55, 2, 3):
+            assert not _judge(sealed, value * (1 + k * far * rel)).ok, (k, far)
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (31, "position embedding is part"),     # that mistake's whole number: not the answer's
+    (31.0, "round to the nearest whole percent"),
+    (31.02, "position embedding is part"),
+    (0.32, "not a fraction"),
+    (0.3165, "not a fraction"),
+    (46, "not by the rest"),
+    (24, "tied head twice"),
+])
+def test_tys1_rounded_mistakes_keep_their_diagnosis(answer, phrase):
+    """The share without the position table (31.02 %) is 2 % below the answer (31.65 %),
+    beyond the 1.6 % tolerance.  31 is 0.02 from that mistake and 0.65 from the answer,
+    whose whole number is 32: 31 is diagnosed as the mistake, with a hint to round to
+    nearest in case the positions were counted and the share cut down."""
+    msg = fails(L1.check_tys1, 124, answer)
+    assert phrase in msg
+    shows_none_of(msg, 124_439_808, _tys_values()[1] / 100)
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (66, "not a percentage"), (67, "not a percentage"), (66.7, "not a percentage"),
+    (0.33, "attention's share"), (1 / 3, "attention's share"), (0.5, "not equal in size"),
+    (2, "a ratio"), (2.0, "a ratio"),
+])
+def test_tys2_rounded_mistakes_keep_their_diagnosis(answer, phrase):
+    assert phrase in fails(L1.check_tys2, "feed-forward", answer)
+
+
+@pytest.mark.parametrize("share", [0.65, 0.68, 0.7, 0.6])
+def test_tys2_a_share_rounded_too_far_fails(share):
+    """Two decimals is what the question asks: one decimal (0.7) is too coarse."""
+    assert "count the weight matrices" in fails(L1.check_tys2, "feed-forward", share)
+    v = _judge(L1.TYS2_FF_SHARE, share)
+    assert not v.ok and v.mistake is None  # the general hint, not a named mistake
 
 
 # --- spec-sheet costs --------------------------------------------------------------------------
