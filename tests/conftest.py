@@ -6,9 +6,9 @@ Course fixtures (for tests/test_release.py and tests/test_grading.py):
   (built here, so the tools are tested even before any real assignment exists) and every
   real assignment in ``solutions/``.
 * ``graded``: the case graded once through ``course_tools.grade`` (solution, blank and
-  wrong-answer submissions; for ``mini`` also one that runs past its budget and the
-  nearly-blank ones of :data:`MINI_NEARLY_BLANK`; for :data:`CLASS_ASSIGNMENT` also the
-  broken and hostile class of tests/grading_class.py);
+  wrong-answer submissions; for a real assignment also :data:`DISARMED`; for ``mini`` also
+  one that runs past its budget and the nearly-blank ones of :data:`MINI_NEARLY_BLANK`; for
+  :data:`CLASS_ASSIGNMENT` also the broken and hostile class of tests/grading_class.py);
   shared by all tests and, under pytest-xdist, by all workers (a file lock makes the first
   one build it).
 * ``class_graded``: ``graded`` for :data:`CLASS_ASSIGNMENT` (skips if it does not exist).
@@ -106,6 +106,10 @@ code of a cell added after q-double or None, expected status, expected score)}``
 MINI_SETTINGS = dict(jobs=1, cell_timeout=60, notebook_timeout=20)
 """How the mini class is graded: a cell may take longer than the notebook's budget, so the
 student ``over-budget`` (an answer cell that sleeps) is stopped by the budget."""
+
+DISARMED = "disarmed-1"
+"""Student of every real assignment: wrong-1's answers, every course check disarmed in the
+kernel (tests/wrong_answers, ``disarmed_submission``); must score exactly as wrong-1."""
 
 CLASS_ASSIGNMENT = "lesson1"
 """The real assignment graded with the broken and hostile class of tests/grading_class.py."""
@@ -272,6 +276,10 @@ def build_graded(case: Case, root: Path) -> None:
     for i, batch in enumerate(_batches(case), 1):
         _write(wrong_answers.wrong_submission(solution, batch),
                subs / f"wrong-{i}" / name / f"{name}.ipynb")
+    if not case.mini and case.wrongs:  # wrong-1 with every check disarmed in the kernel
+        _write(wrong_answers.disarmed_submission(
+            wrong_answers.wrong_submission(solution, _batches(case)[0])),
+            subs / DISARMED / name / f"{name}.ipynb")
     if case.mini:
         slow = copy.deepcopy(solution)  # sleeps in q-square: t-double (2 points) still counts
         next(c for c in slow.cells if wrong_answers._meta(c).get("grade_id") == "q-square"
