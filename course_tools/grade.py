@@ -86,6 +86,10 @@ DEFAULT_NOTEBOOK_TIMEOUT = 600
 """Seconds of wall clock one student's assignment may take, all cells together."""
 DEFAULT_MAX_OUTPUT = 200_000
 """Characters of output kept per cell (ten times that per notebook)."""
+DEFAULT_MEMORY_LIMIT_GIB = 4.0
+"""Address space (GiB) one notebook's kernel may use; every course notebook runs in under 3
+(with torch loaded).  A cell asking for more gets a MemoryError instead of the machine's OOM
+killer choosing a victim among the jobs."""
 REFERENCE_STUDENT = "reference"
 
 
@@ -185,7 +189,7 @@ class _Source:
 
 
 def _settings(course: Path, cell_timeout: int | None, notebook_timeout: float,
-              max_output: int) -> dict:
+              max_output: int, memory_limit_gib: float = DEFAULT_MEMORY_LIMIT_GIB) -> dict:
     if cell_timeout is None:
         cfg = load_config(course)
         cell_timeout = int(cfg.get("Execute", {}).get("timeout", 30) or 30)
@@ -193,8 +197,13 @@ def _settings(course: Path, cell_timeout: int | None, notebook_timeout: float,
                     ("max output", max_output)):
         if not v or v <= 0:
             raise GradeError(f"{name} must be a positive number, got {v!r}")
+    if not isinstance(memory_limit_gib, (int, float)) or not 0 <= memory_limit_gib < 2**20 \
+            or 0 < memory_limit_gib < 1:
+        raise GradeError(f"memory limit must be 0 (none) or at least 1 GiB, got "
+                         f"{memory_limit_gib!r}")
     return {"cell_timeout": int(cell_timeout), "notebook_timeout": float(notebook_timeout),
-            "max_cell_output": int(max_output), "max_notebook_output": 10 * int(max_output)}
+            "max_cell_output": int(max_output), "max_notebook_output": 10 * int(max_output),
+            "memory_limit": int(memory_limit_gib * 2**30)}
 
 
 def _make_job(work: Path, i: int, student: str, name: str, course: Path, source_dirname: str,
@@ -224,6 +233,7 @@ def _make_job(work: Path, i: int, student: str, name: str, course: Path, source_
             "cell_timeout": settings["cell_timeout"],
             "max_cell_output": settings["max_cell_output"],
             "max_notebook_output": settings["max_notebook_output"],
+            "memory_limit": settings["memory_limit"],
             "progress": str(d / "progress.jsonl"), "result": str(d / "result.json"),
             "log": str(d / "log.txt")}
     return Job(student, name, d, spec, settings["notebook_timeout"],
@@ -326,7 +336,9 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
           course: Path = REPO_ROOT, echo=None, *, jobs: int = 1,
           cell_timeout: int | None = None,
           notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT,
-          max_output: int = DEFAULT_MAX_OUTPUT, keep_work: bool = False) -> Grading:
+          max_output: int = DEFAULT_MAX_OUTPUT,
+          memory_limit_gib: float = DEFAULT_MEMORY_LIMIT_GIB,
+          keep_work: bool = False) -> Grading:
     """Grade every student folder in ``submissions`` for ``names`` (default: the course's
     assignments that some student submitted) and write the results under ``out``.
 
@@ -335,6 +347,7 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
         cell_timeout: seconds per cell (default: ``Execute.timeout`` of the course config).
         notebook_timeout: seconds of wall clock per student and assignment.
         max_output: characters of output kept per cell (ten times that per notebook).
+        memory_limit_gib: address space one notebook's kernel may use, in GiB (0: no limit).
         keep_work: keep the worker roots (in a temporary folder, printed) for debugging.
 
     Returns a :class:`Grading`: one :class:`~course_tools.feedback.Report` per student and
@@ -346,7 +359,7 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     echo = echo or (lambda *a: print(*a, flush=True))
     if not isinstance(jobs, int) or jobs < 1:
         raise GradeError(f"--jobs must be a whole number >= 1, got {jobs!r}")
-    settings = _settings(course, cell_timeout, notebook_timeout, max_output)
+    settings = _settings(course, cell_timeout, notebook_timeout, max_output, memory_limit_gib)
     if not submissions.is_dir():
         raise GradeError(f"SUBMISSIONS {submissions} is not a folder")
     known = course_assignments(course)
@@ -391,7 +404,9 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     shutil.copyfile(db, template_db)
     echo(f"Grading {', '.join(names)} for {len(students)} student(s) from {submissions} "
          f"with {jobs} job(s) (cell timeout {settings['cell_timeout']} s, notebook budget "
-         f"{settings['notebook_timeout']:g} s)")
+         f"{settings['notebook_timeout']:g} s, memory "
+         + (f"{settings['memory_limit'] / 2**30:g} GiB" if settings["memory_limit"] else
+            "not limited") + " per notebook)")
     rows: list[Report] = []
     grading_notes: list[str] = []
     job_list: list[Job] = []
@@ -573,6 +588,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-output", type=int, default=DEFAULT_MAX_OUTPUT, metavar="CHARS",
                         help=f"characters of output kept per cell (default {DEFAULT_MAX_OUTPUT:,};"
                              " ten times that per notebook)")
+    parser.add_argument("--memory-limit", type=float, default=DEFAULT_MEMORY_LIMIT_GIB,
+                        metavar="GIB", help="address space one notebook's kernel may use, in "
+                        f"GiB (default {DEFAULT_MEMORY_LIMIT_GIB:g}; 0: no limit)")
     parser.add_argument("--keep-work", action="store_true",
                         help="keep the worker roots (for debugging the grader)")
     args = parser.parse_args(argv)
@@ -580,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
         grading = grade(args.submissions, args.out, args.assignments, args.course,
                         jobs=args.jobs, cell_timeout=args.cell_timeout,
                         notebook_timeout=args.notebook_timeout, max_output=args.max_output,
-                        keep_work=args.keep_work)
+                        memory_limit_gib=args.memory_limit, keep_work=args.keep_work)
     except GradeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

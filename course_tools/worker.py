@@ -10,7 +10,10 @@ non-notebook source files and the student's (normalized) notebooks in
 
 1. starts a new session (so the grader can kill the job's process group, and separately the
    kernel's, which jupyter_client starts in a session of its own);
-2. limits the size of any file it or the kernel writes (``RLIMIT_FSIZE``);
+2. limits the size of any file it or the kernel writes (``RLIMIT_FSIZE``) and, unless the
+   job says 0, the address space of each process (``RLIMIT_AS``, ``job["memory_limit"]``
+   bytes): a learner's cell that asks for more memory gets a ``MemoryError`` (numpy) or a
+   ``RuntimeError`` (torch's allocator) instead of driving the machine into its OOM killer;
 3. sends its stdout/stderr (and the kernel's) to the job's log;
 4. runs nbgrader's ``Autograde`` with course_tools.preprocessors in its preprocessor lists
    and ``COURSE_CHECK_RECORDS=1`` in the kernel's environment;
@@ -133,6 +136,9 @@ def run_job(job: dict, forked: bool = False) -> None:
             import resource
 
             resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+            if job.get("memory_limit"):
+                limit = int(job["memory_limit"])
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         except (ImportError, ValueError, OSError):
             pass
         log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -7,7 +7,7 @@ Course fixtures (for tests/test_release.py and tests/test_grading.py):
   real assignment in ``solutions/``.
 * ``graded``: the case graded once through ``course_tools.grade`` (solution, blank and
   wrong-answer submissions; for a real assignment also :data:`DISARMED`; for ``mini`` also
-  one that runs past its budget and the nearly-blank ones of :data:`MINI_NEARLY_BLANK`; for
+  one that runs past its budget, one past its memory limit and the nearly-blank ones of :data:`MINI_NEARLY_BLANK`; for
   :data:`CLASS_ASSIGNMENT` also the broken and hostile class of tests/grading_class.py);
   shared by all tests and, under pytest-xdist, by all workers (a file lock makes the first
   one build it).
@@ -103,9 +103,14 @@ MINI_NEARLY_BLANK = {
 """Mini students built from the blank release: ``{student: ({answer grade_id: source},
 code of a cell added after q-double or None, expected status, expected score)}``."""
 
-MINI_SETTINGS = dict(jobs=1, cell_timeout=60, notebook_timeout=20)
+MINI_SETTINGS = dict(jobs=1, cell_timeout=60, notebook_timeout=20, memory_limit_gib=4)
 """How the mini class is graded: a cell may take longer than the notebook's budget, so the
-student ``over-budget`` (an answer cell that sleeps) is stopped by the budget."""
+student ``over-budget`` (an answer cell that sleeps) is stopped by the budget; the student
+``memory-hog`` asks for more than the memory limit (:data:`MEMORY_HOG`)."""
+
+MEMORY_HOG = "import numpy as np\n_big = np.empty(6 * 2**30, dtype=np.uint8)  # 6 GiB\n"
+"""Code put before the mini student ``memory-hog``'s q-square: past the 4 GiB limit it raises
+MemoryError (without a limit ``np.empty`` would succeed, touching no page)."""
 
 DISARMED = "disarmed-1"
 """Student of every real assignment: wrong-1's answers, every course check disarmed in the
@@ -285,6 +290,10 @@ def build_graded(case: Case, root: Path) -> None:
         next(c for c in slow.cells if wrong_answers._meta(c).get("grade_id") == "q-square"
              ).source = "import time\ntime.sleep(3600)"
         _write(slow, subs / "over-budget" / name / f"{name}.ipynb")
+        hog = copy.deepcopy(solution)  # asks for more memory than a kernel may have
+        cell = next(c for c in hog.cells if wrong_answers._meta(c).get("grade_id") == "q-square")
+        cell.source = MEMORY_HOG + cell.source
+        _write(hog, subs / "memory-hog" / name / f"{name}.ipynb")
         for student, (answers, added, _, _) in MINI_NEARLY_BLANK.items():
             nb = copy.deepcopy(release)
             for cell in nb.cells:

@@ -294,6 +294,17 @@ def test_a_notebook_over_its_budget_is_stopped(mini_graded):
     assert row["seconds"] < budget + 10
 
 
+def test_a_cell_past_the_memory_limit_fails_alone(mini_graded):
+    """A cell that asks for more memory than the limit gets a MemoryError; the notebook goes
+    on, and what does not depend on that cell keeps its points."""
+    row = mini_graded.results["memory-hog"]
+    assert row["status"] == "graded", row["detail"]
+    assert mini_graded.cell_scores("memory-hog") == {
+        "t-double": (2, 2), "t-square": (0, 3), "t-both": (0, 1)}
+    text = (mini_graded.out / "feedback" / "memory-hog" / "mini.md").read_text()
+    assert "MemoryError" in text, text
+
+
 def test_nearly_blank_submissions(mini_graded):
     """Only a notebook whose answer cells are as released *and* that earns nothing is blank:
     an answer written in a cell of its own that passes a test, or one answer cell changed
