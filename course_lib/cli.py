@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--gpu-memory", type=_size, default=80 * GiB,
                       help="accelerator memory, e.g. 80GiB or 141GB (default 80GiB)")
     size.add_argument("--json", action="store_true", help="print one JSON object")
-    sub.add_parser("cards", help="list the shipped cards")
+    cards = sub.add_parser("cards", help="list the shipped cards with their sizes")
+    cards.add_argument("--names", action="store_true", help="names only, one per line")
     return p
 
 
@@ -133,11 +134,27 @@ def format_table(r: dict) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+def cards_table() -> str:
+    """One line per shipped card: its model_type, total and active parameters, and KV cache
+    bytes per token at the card's dtype (fp32 if it names none)."""
+    rows = [("card", "model_type", "total params", "active params", "KV cache / token")]
+    for name in card_names():
+        s = load_card(name)
+        p = count_params(s)
+        dtype = s.dtype or "fp32"
+        rows.append((name, s.model_type, f"{p.total:,}", f"{p.active:,}",
+                     f"{kv_cache_bytes_per_token(s, dtype):,} B ({dtype}{'' if s.dtype else '*'})"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+    return "\n".join(lines + ["* the card names no dtype: fp32 assumed (4 bytes per number)"])
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command == "cards":
-            print("\n".join(card_names()))
+            print("\n".join(card_names()) if args.names else cards_table())
             return 0
         report = size_report(load_card(args.card), args.context, args.batch, args.dtype,
                              args.gpu_memory)

@@ -84,3 +84,22 @@ def test_errors_are_one_line_exit_2(tmp_path, make_args, needle):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
     assert "Traceback" not in r.stderr and needle in lines[0]
+
+
+def test_cards_lists_every_shipped_card_with_its_sizes():
+    r = run("cards")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:2] == ["card", "model_type"]
+    rows = {ln.split()[0]: ln.split() for ln in lines[1:] if not ln.startswith("*")}
+    assert sorted(rows) == sorted(cl.card_names())
+    for name, row in rows.items():
+        s = cl.load_card(name)
+        p = cl.count_params(s)
+        assert row[1] == s.model_type
+        assert row[2:4] == [f"{p.total:,}", f"{p.active:,}"], name
+        assert row[4] == f"{cl.kv_cache_bytes_per_token(s, s.dtype or 'fp32'):,}", name
+    mixtral = rows["Mixtral-8x7B-v0.1"]
+    assert mixtral[2] == "46,702,792,704" and mixtral[3] != mixtral[2]  # experts: active < total
+    names = run("cards", "--names")
+    assert names.stdout.split() == cl.card_names()
