@@ -394,6 +394,17 @@ def test_tys_mistakes():
     assert "training loss" in fails(L2.check_tys3, "a", "a")
 
 
+
+def test_tys2_figures_pass_rounded_or_drawn_another_way():
+    """The sealed figures keep the Monte-Carlo tolerance: two decimals pass, and so does an
+    honest measurement with other draws; a figure off by more than that fails."""
+    u, s = largest_right(256, 8, False), largest_right(256, 8, True)
+    L2.check_tys2("b", round(u, 2), round(s, 2))
+    L2.check_tys2("b", largest_other_draws(256, 8, False), largest_other_draws(256, 8, True))
+    assert "Monte-Carlo error" in fails(L2.check_tys2, "b", u + 0.02, s)
+    assert "Monte-Carlo error" in fails(L2.check_tys2, "b", u, s + 0.02)
+
+
 # --- the notebook's graded cells --------------------------------------------------------------------
 
 CHECK_CALL = re.compile(r"^(lesson2\.check_\w+\(|assert\b)")

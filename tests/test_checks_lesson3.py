@@ -340,6 +340,11 @@ def test_test_yourself_mistakes():
     assert "one of" in fails(L3.check_tys_long_tests, "e", 0.85)
     assert "approximation" in fails(L3.check_tys_long_tests, "a", 1 - 8 * 0.02)
     assert "multiply the chances" in fails(L3.check_tys_long_tests, "a", 0.98 * 8)
+    assert "zero only what writes" in fails(L3.check_tys_new_block, "b", right | {"norm_1"})
+    assert "read from the stream" in fails(L3.check_tys_new_block, "b", {"norm_2", "mlp.down"})
+    L3.check_tys_new_block(" B ", ["mlp.down", "attn.out_proj"])
+    L3.check_tys_long_tests("a", 0.85)   # two decimals pass (0.3 % tolerance)
+    assert "not within the tolerance" in fails(L3.check_tys_long_tests, "a", 0.86)
 
 
 # --- the notebook's test cells, without nbgrader ---------------------------------------------------

@@ -440,6 +440,18 @@ def test_tys2_mistakes(answer, phrase):
     assert phrase in fails(L5.check_tys2, *answer)
 
 
+def test_tys_round_and_exact_figures_pass():
+    """The sealed answers keep their tolerance: the module's round figures and course_lib's exact
+    counts for Llama 2 7B (within 3 %) both pass, and 4 GiB to 1 %."""
+    s = cl.load_card("Llama-2-7b-hf")
+    exact = [2 * n * cl.count_params(s).total / (n * cl.weight_bytes(s, "bf16")) for n in (1, 512)]
+    exact[1] *= 512
+    L5.check_tys2(1, 512, "memory", "compute")
+    L5.check_tys2(*exact, " Memory", "COMPUTE")
+    L5.check_tys1("keys_and values", 4.03)
+    assert "not within the tolerance" in fails(L5.check_tys1, "keys and values", 4.1)
+
+
 @pytest.mark.parametrize("answer, phrase", [
     ((25, "memory"), "the weights must fit too"),
     ((35, "memory"), "factor 2"),

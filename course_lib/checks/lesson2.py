@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Mapping, Sequence
 
+from . import check_sealed
+from .sealed import Sealed
 from . import (CheckFailed, _as_number, check_choice, check_close, check_equal, check_value,
                own_work)
 
@@ -649,33 +651,68 @@ def check_missing_or_ignored(fn, cases: Sequence[Mapping] = QUERY_CASES,
                           f"first at query {bad[0]}")
 
 
+# The answers of the fixed questions (the recap, the paper's figures, test yourself) are sealed
+# (course_lib.checks.sealed): salted hashes of the forms that count as right and of those the
+# usual mistakes give, so neither this file nor a message shows them.  Regenerate with
+# ``python -m course_lib.checks.seal`` from values worked out in a scratch session (salt
+# lesson2/<what>).
+
+RECAP_VERDICT = Sealed(
+    what='recap_verdict', salt='lesson2/recap_verdict', kind='choice', digits=None,
+    right=('decb7121506d86f7',),
+    mistakes=(
+        ('on the repeats the earlier copy is in the input, so the information is there: look at the table of failures by kind',
+         ('3fac5a891948272d',)),
+    ),
+    choices=('missing', 'ignored'),
+)
+
+
 def check_recap_verdict(verdict) -> None:
-    """The recap question for the 64-token inputs: the failures on the repeats, which the long
-    inputs added, were mostly ``ignored`` (the copy was there, the heads did not look)."""
-    check_choice(verdict.strip().lower() if isinstance(verdict, str) else verdict, "ignored",
-                 what="recap_verdict", choices=("missing", "ignored"), hints={
-                     "missing": "on the repeats the earlier copy is in the input, so the "
-                                "information is there: look at the table of failures by kind",
-                 })
+    """The recap question for the 64-token inputs: were the failures on the repeats, which the
+    long inputs added, mostly ``missing`` or ``ignored``?  (Sealed.)"""
+    check_sealed(verdict, RECAP_VERDICT)
 
 
 # --- 6. real-world examples ------------------------------------------------------------------
 
+PAPER_D_K = Sealed(
+    what='paper_d_k', salt='lesson2/paper_d_k', kind='number', digits=None,
+    right=('97ffb1fd0b6d4430',),
+    mistakes=(
+        ('that is d_model: each of the h heads gets d_model / h',
+         ('dcf64c30a6a31b27',)),
+        ('that is the number of heads',
+         ('01d0c2c4a5e8a2ea',)),
+    ),
+    decade=1, sign=1,
+)
+
+PAPER_SCORE_STD = Sealed(
+    what='paper_score_std', salt='lesson2/paper_score_std', kind='number', digits=2,
+    right=('1c604376d5038826', '1d5f9cb910145c72', '3aa5081529e9df75', '59620904f7ebf118',
+           '614eade7b1ced3fd', '7b5bff73e3d5577a', '8023090d41f25607', 'b9df6392cbab110b',
+           'ed40b6223e13fd08',),
+    mistakes=(
+        ('that is the variance of q·k; the standard deviation is its square root',
+         ('10b9abdbe3ea43c0', '3190cd9356e0b044', '3b905c4acf7e5e83', '4c9556161ebbb9a4',
+          '76f1d077bf44ebbf', '80e488f53c5471e4', 'e0d201f213980017',)),
+        ('that is after dividing by sqrt(d_k): measure the raw dot products',
+         ('46b1f03b988411a9', '574f234cb05440a0', '60a176ff800c75f3', '82ad3366aaf166b0',
+          '9daeddddf8c63f11', 'af30dbb0f7fc0118', 'ffb468d84967c176',)),
+        ('that is the scale factor 1 / sqrt(d_k), not a measurement',
+         ('3c6708ca1c5fc345', 'b273dd55837dbf59',)),
+    ),
+    decade=0, sign=1,
+)
+
+
 def check_paper(d_k, score_std) -> None:
-    """The 2017 paper's base model: d_k = d_model / h, and the measured standard deviation of
-    q·k for standard normal q, k of that width (sqrt(d_k) = 8, within 5% for Monte-Carlo error)."""
-    d_model, h = PAPER_BASE["d_model"], PAPER_BASE["n_heads"]
-    dk = d_model // h
-    check_value(d_k, dk, what="paper_d_k", integer=True, mistakes={
-        "that is d_model: each of the h heads gets d_model / h": d_model,
-        "that is the number of heads": h,
-        "that is sqrt(d_k), the number the scores are divided by": math.sqrt(dk),
-    })
-    check_value(score_std, math.sqrt(dk), what="paper_score_std", rel=0.05, mistakes={
-        "that is the variance of q·k; the standard deviation is its square root": dk,
-        "that is after dividing by sqrt(d_k): measure the raw dot products": 1.0,
-        "that is the scale factor 1 / sqrt(d_k), not a measurement": 1 / math.sqrt(dk),
-    })
+    """The 2017 paper's base model (:data:`PAPER_BASE`): d_k = d_model / h (a whole number), and
+    the measured standard deviation of q·k for standard normal q, k of that width (within 5 %
+    of sqrt(d_k), for Monte-Carlo error).  Both sealed."""
+    check_sealed(d_k, PAPER_D_K)
+    check_sealed(score_std, PAPER_SCORE_STD)
 
 
 def context_inputs(n_seqs=50, pos=32, period=10, seed=123):
@@ -722,30 +759,63 @@ QKV_OPTIONS = {
     "e": "how likely the token is to come next",
 }
 """The sentences of test-yourself question 1 (the notebook prints them)."""
-_QKV_ANSWER = {"query": "b", "key": "a", "value": "c"}
+TYS1_SEALED = {  # name -> its sealed letter
+    'query': Sealed(
+        what="tys1['query']", salt='lesson2/tys1/query', kind='choice', digits=None,
+        right=('cdf36df49bd36ec7',),
+        mistakes=(
+            ('positions are added to the tokens (lesson 4); they are not queries, keys or values',
+             ('5a74f1f893bc884a',)),
+            ('that is what the output head gives at the end of the model',
+             ('d465aea9427a61ff',)),
+            ("offering is the key's job; the query is the one searching",
+             ('3a777d0cb1ac938c',)),
+            ("handing over is the value's job",
+             ('110038abb67764a2',)),
+        ),
+        choices=('a', 'b', 'c', 'd', 'e'),
+    ),
+    'key': Sealed(
+        what="tys1['key']", salt='lesson2/tys1/key', kind='choice', digits=None,
+        right=('9d06cea6b618e88a',),
+        mistakes=(
+            ('positions are added to the tokens (lesson 4); they are not queries, keys or values',
+             ('5223b2ec723dff0a',)),
+            ('that is what the output head gives at the end of the model',
+             ('0518ceda50b0e014',)),
+            ("searching is the query's job; the key is what gets matched",
+             ('4bfb28f03961c6d6',)),
+            ("handing over is the value's job: the key only decides the match",
+             ('fa5de1eb8d5f96a4',)),
+        ),
+        choices=('a', 'b', 'c', 'd', 'e'),
+    ),
+    'value': Sealed(
+        what="tys1['value']", salt='lesson2/tys1/value', kind='choice', digits=None,
+        right=('06c91f496ab86f53',),
+        mistakes=(
+            ('positions are added to the tokens (lesson 4); they are not queries, keys or values',
+             ('b84c40114c69f998',)),
+            ('that is what the output head gives at the end of the model',
+             ('a774623df0883e4a',)),
+            ("being found is the key's job; the value is what is passed on",
+             ('8c4f4a6b4ecf26a1',)),
+            ("searching is the query's job",
+             ('b68901e045981ba8',)),
+        ),
+        choices=('a', 'b', 'c', 'd', 'e'),
+    ),
+}
 
 
 def check_tys1(answer) -> None:
-    """Test-yourself 1: match query, key and value to their sentences in QKV_OPTIONS."""
-    if not isinstance(answer, Mapping) or set(answer) != set(_QKV_ANSWER):
+    """Test-yourself 1: match query, key and value to their sentences in QKV_OPTIONS (each
+    letter sealed)."""
+    if not isinstance(answer, Mapping) or set(answer) != set(TYS1_SEALED):
         raise CheckFailed("tys1: give a dict with the keys 'query', 'key' and 'value', each "
                           "mapped to a letter")
-    hints = {
-        "query": {"a": "offering is the key's job; the query is the one searching",
-                  "c": "handing over is the value's job"},
-        "key": {"b": "searching is the query's job; the key is what gets matched",
-                "c": "handing over is the value's job: the key only decides the match"},
-        "value": {"a": "being found is the key's job; the value is what is passed on",
-                  "b": "searching is the query's job"},
-    }
     for name in ("query", "key", "value"):
-        got = answer[name]
-        check_choice(got.strip().lower() if isinstance(got, str) else got, _QKV_ANSWER[name],
-                     what=f"tys1['{name}']", choices=tuple(QKV_OPTIONS), hints={
-                         "d": "positions are added to the tokens (lesson 4); they are not "
-                              "queries, keys or values",
-                         "e": "that is what the output head gives at the end of the model",
-                         **hints[name]})
+        check_sealed(answer[name], TYS1_SEALED[name])
 
 
 SCALE_REASONS = {
@@ -758,35 +828,84 @@ SCALE_REASONS = {
 """The options of test-yourself question 2."""
 
 
+TYS2_REASON = Sealed(
+    what='tys2_reason', salt='lesson2/tys2_reason', kind='choice', digits=None,
+    right=('6b6e763241dc2953',),
+    mistakes=(
+        ('the softmax makes the weights sum to 1, with or without the scale',
+         ('be79073e11ece6d6',)),
+        ('dividing adds work; it does not save any',
+         ('d1427206a12944da',)),
+        ("that is the causal mask's job",
+         ('d37b92a4e20f6e99',)),
+    ),
+    choices=('a', 'b', 'c', 'd'),
+)
+
+# The two measured figures are sealed with their Monte-Carlo tolerance: five standard errors of
+# the difference of two independent means of 10,000 draws (:func:`_mc_tolerance` of the
+# reference's spread, about 1 % and 2.3 % of the two means), so any honest way of drawing
+# passes; the module text's figures and the swapped pair are sealed as mistakes.
+TYS2_UNSCALED = Sealed(
+    what='tys2_unscaled', salt='lesson2/tys2_unscaled', kind='number', digits=3,
+    right=('07c89ffae8d6aa5c', '0affc78ba751f422', '20df4e9e1f0d5a30', '22c2e7a7cdf00e7e',
+           '2a7d9fcf94a5e8b4', '30644f1c1ef6b6c6', '40df78b6eb335892', '587f8747c0e037b1',
+           '5abb804bb71f8a64', '5afed99888e7271a', '6672587f576a14aa', '71c6487d7c6a21da',
+           '7a58af5d1e8f2613', '8175daf99d71f49a', '8d9197e09a47fd76', 'aabba5ef687504fe',
+           'ddc723bc19d56e94', 'e8688de87385fda1', 'ea1d927747144ae5',),
+    mistakes=(
+        ("that is the module text's figure, which our measurement does not reproduce: give the value your mean_largest_weight measures",
+         ('00e4c6c72396a549', '0ebfc9e399c7aa0b', '27c5998415fb856e', '34d86cb3ef8cbc0a',
+          '4c0a07b8f81a2422', '4fd48c406b5c0c2f', '5bdaa1a90c4271e1', '617682f3f5c8c2c0',
+          '72d74b03675c3fc8', '739e328d736c7f87', '87c253bce034a881', '9f7cb0909db65b6c',
+          'd004624684738aa5', 'e050ad51424de6cc', 'e19a978c31cb6865', 'fb079965fff1ce72',)),
+        ('that is the other case: the two figures look swapped',
+         ('0e290e954c6e4ab4', '490cdf3ea4bc7552', '80c3080c72f2043f', '88269f783fc9a781',
+          'a02829e45a2e23c6', 'bcc9ef381ca9b61f', 'ea3fb144435c81a8', 'f889ba76fc398ade',)),
+    ),
+    hint='measure it with your mean_largest_weight(256, 8, scaled=False) (10,000 draws, seed 0): this is off by more than Monte-Carlo error',
+    decade=-1, sign=1,
+)
+
+TYS2_SCALED = Sealed(
+    what='tys2_scaled', salt='lesson2/tys2_scaled', kind='number', digits=3,
+    right=('1c89ad194c1476fe', '2739dcf87f5a906f', '2998417897b7f2d2', '35cd0b16e96df99c',
+           '3c86c7289e1580e9', '53db7c9f72977d51', '5a75755623a62302', '6708a008265c376d',
+           '688eed2539e0c8f7', '69f740c769e6a385', '7163dfa5cefaec5a', '7860862cb6651a7c',
+           '79ab415b83c07d6a', '823651f4db2c82f6', 'c464a7e9e8986eaf', 'c8bd1170af6c71cd',
+           'd55a57503bfa1afd', 'df6dc1c265f4a004',),
+    mistakes=(
+        ("that is the module text's figure, which our measurement does not reproduce: give the value your mean_largest_weight measures",
+         ('292f24018d28bc39', '31d5e681b88b8278', '32cf7557f9d12a17', '35239cadc3f1e1e2',
+          '35a7f73057caed8d', '3d2e57dd79dd8320', '402610ed9b98d5e7', '4e7fda9d6d2a8247',
+          '4edbbd24e94e08b2', '6c0ea37f5a8a6231', '6c7952575d6fc8dc', '6ff98194d2066738',
+          '7fb802782b3e9e9d', '8fc1d9375bf434fe', 'a0a72f8c3c751fa0', 'a477f3b54da7221b',
+          'd1d2444b893a939a',)),
+        ('that is the other case: the two figures look swapped',
+         ('004528517c0e6bc8', '00e11f58c2fb5015', '18f6074af0ff5d46', '1b81470b6d24d2c6',
+          '29cb6f68cba48a77', '2a6940048cdd2053', '31c40be9585439e7', '3875c9d0c8678a7e',
+          '3dad0d144db4d7a1', '418adc3572c04ac1', '41eadef1bc8fc123', '445fa41f57445833',
+          '49aaafcb412b2ae2', '4c0a15f94b31fc2c', '57206f1db0f50bf8', '5e2409608487c2f7',
+          '5e3d02d972da86ba', '6af5c61cd14aa5c9', '6f4b54eb77b7241a', '7d7688469e836b10',
+          '7fa6f5f207cd91a6', '8d42eb2a6acd5ac1', '988b75f85a18f3b3', '9a863c2100e00538',
+          'a1afe1a6da0a4afc', 'a1eb565b2efeeeb2', 'adb39a40c5a41820', 'bfe9d95f4edb4bbc',
+          'c010e0c9fce0ba11', 'c034ab89e16c7b3c', 'c11484dcdd6702e8', 'cc9d377109bbe379',
+          'd25c6f47f94b9376', 'd48a09fc514a3fd0', 'def53da8d5813e21', 'df70016e96e2ec84',
+          'e971b23ee4ddfc50', 'eba67c1421da7c36', 'f41aa9a738799129', 'f4e2e8fa6a7a5ff4',
+          'f6c1307994ef7c38', 'f84a313fc1cb88f8', 'f8c9bc560b183137', 'fc0a33c6bc9c0aa3',)),
+    ),
+    hint='measure it with your mean_largest_weight(256, 8, scaled=True) (10,000 draws, seed 0): this is off by more than Monte-Carlo error',
+    decade=-1, sign=1,
+)
+
+
 def check_tys2(reason, unscaled, scaled) -> None:
     """Test-yourself 2: why divide by sqrt(d_k), and the measured mean largest weight over 8
     keys at d_k = 256 without and with the scale (seed 0, 10,000 draws; within five standard
-    errors of the reference, about 0.006)."""
-    check_choice(reason.strip().lower() if isinstance(reason, str) else reason, "b",
-                 what="tys2_reason", choices=tuple(SCALE_REASONS), hints={
-                     "a": "the softmax makes the weights sum to 1, with or without the scale",
-                     "c": "dividing adds work; it does not save any",
-                     "d": "that is the causal mask's job",
-                 })
-    d_k, n = SCALE_TEST["d_k"], SCALE_TEST["n_keys"]
-    for what, got, is_scaled in (("tys2_unscaled", unscaled, False), ("tys2_scaled", scaled, True)):
-        got = _as_number(got, what)
-        mean, std = largest_weight_reference(d_k, n, is_scaled, SCALE_TRIALS, SCALE_SEED)
-        tol = _mc_tolerance(std, SCALE_TRIALS)
-        if abs(got - mean) <= tol:
-            check_value(got, mean, what=what, rel=2 * tol / abs(mean))  # for the grader
-            continue
-        text = SCALE_TEXT["scaled" if is_scaled else "unscaled"]
-        other = largest_weight_reference(d_k, n, not is_scaled, SCALE_TRIALS, SCALE_SEED)[0]
-        if math.isclose(got, text, abs_tol=1e-9):
-            raise CheckFailed(f"{what}: that is the module text's figure, which our measurement "
-                              "does not reproduce: give the value your mean_largest_weight "
-                              "measures")
-        if abs(got - other) <= tol:
-            raise CheckFailed(f"{what}: that is the other case: the two figures look swapped")
-        raise CheckFailed(f"{what}: measure it with your mean_largest_weight(256, 8, "
-                          f"scaled={is_scaled}) (10,000 draws, seed 0): this is off by more than "
-                          "Monte-Carlo error")
+    errors of the reference, about 0.009 and 0.008).  All three sealed."""
+    check_sealed(reason, TYS2_REASON)
+    check_sealed(unscaled, TYS2_UNSCALED)
+    check_sealed(scaled, TYS2_SCALED)
 
 
 MASK_DOES = {
@@ -805,19 +924,36 @@ WITHOUT_MASK = {
 """The options of test-yourself question 3."""
 
 
+TYS3_MASK_DOES = Sealed(
+    what='tys3_mask_does', salt='lesson2/tys3_mask_does', kind='choice', digits=None,
+    right=('fd05022dd68ba54e',),
+    mistakes=(
+        ('the earlier tokens are what a query may read: it is the later ones, not yet written at generation time, that are hidden',
+         ('a63be768f9763589',)),
+        ('a token may attend to itself: the diagonal stays visible',
+         ('97cf1db380487dfa',)),
+        ('that is the scale, a different step',
+         ('f4b9c704e102d42e',)),
+    ),
+    choices=('a', 'b', 'c', 'd'),
+)
+
+TYS3_WITHOUT = Sealed(
+    what='tys3_without', salt='lesson2/tys3_without', kind='choice', digits=None,
+    right=('9ebc532eda073144',),
+    mistakes=(
+        ("look at the peeking model's training loss in the notebook: it is tiny, because each position can read the answer",
+         ('ce7f12e093be4116',)),
+        ('the peeking model generates far worse than the masked one',
+         ('c656f70c8118618e',)),
+        ('speed is not the issue: the answers are wrong',
+         ('ded7b8b8875b806e',)),
+    ),
+    choices=('a', 'b', 'c', 'd'),
+)
+
+
 def check_tys3(mask_does, without) -> None:
-    """Test-yourself 3: what the causal mask does, and what goes wrong without it."""
-    check_choice(mask_does.strip().lower() if isinstance(mask_does, str) else mask_does, "a",
-                 what="tys3_mask_does", choices=tuple(MASK_DOES), hints={
-                     "b": "the earlier tokens are what a query may read: it is the later ones, "
-                          "not yet written at generation time, that are hidden",
-                     "c": "a token may attend to itself: the diagonal stays visible",
-                     "d": "that is the scale, a different step",
-                 })
-    check_choice(without.strip().lower() if isinstance(without, str) else without, "b",
-                 what="tys3_without", choices=tuple(WITHOUT_MASK), hints={
-                     "a": "look at the peeking model's training loss in the notebook: it is "
-                          "tiny, because each position can read the answer",
-                     "c": "the peeking model generates far worse than the masked one",
-                     "d": "speed is not the issue: the answers are wrong",
-                 })
+    """Test-yourself 3: what the causal mask does, and what goes wrong without it (sealed)."""
+    check_sealed(mask_does, TYS3_MASK_DOES)
+    check_sealed(without, TYS3_WITHOUT)

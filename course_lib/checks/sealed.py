@@ -266,7 +266,9 @@ def judge(sealed: Sealed, got) -> Verdict:
     for text, hashes in sealed.mistakes:
         if h in hashes:
             return Verdict(False, f"{what} is not right: {text}", text, form)
-    return Verdict(False, f"{what} is not right: {_size_hint(sealed, float(form))}", form=form)
+    hint = _size_hint(sealed, float(form))
+    return Verdict(False, f"{what} is not right: {hint}{'' if hint.endswith(('.', '?', '!')) else '.'}",
+                   form=form)
 
 
 def _size_hint(sealed: Sealed, x: float) -> str:
