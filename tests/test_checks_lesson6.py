@@ -369,7 +369,7 @@ CARD_MISTAKES = [
      "three matrices"),
     (_card(total=lambda t, d, **_: t - d), "Mixtral-8x7B-v0.1", "final norm"),
     (_card(total=lambda t, L, d, **_: t - (2 * L + 1) * d), "Mixtral-8x7B-v0.1", "norms are missing"),
-    (_card(total=lambda t, L, d, **_: t - 2 * L * d), "gemma-2-9b", "norms_per_block = 4"),
+    (_card(total=lambda t, L, d, **_: t - 2 * L * d), "gemma-2-9b", "sets norms_per_block"),
     (_card(total=lambda t, s, d, **_: t - s.n_ctx * d), "gpt2", "position table"),
     (_card(total=lambda t, L, d, **_: t - L * 9 * d), "gpt2", "biases are missing"),
     (_card(active=lambda t, **_: t), "Mixtral-8x7B-v0.1", "counts every expert"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 import sys
 from contextlib import contextmanager
 from typing import Callable, Mapping
@@ -175,6 +176,40 @@ def check_equal(got, expected, *, what: str) -> None:
     _records.publish("equal", what, got=got)
     if _records.json_safe(got) != _records.json_safe(expected):
         raise CheckFailed(f"{what} is not right")
+
+
+# --- naming a check's input in a message ------------------------------------------------------
+# A message may name an input the notebook's visible test passes (the check's defaults): the
+# learner can see it.  An input only a hidden test passes is described by its kind ("batched,
+# with a causal mask"), never by its values: no shapes, sizes, seeds, positions, thresholds,
+# card names or token counts.  These labels also serve as records' ``what=``, so they depend on
+# the case only, never on the learner's answer (hidden cases may share a label: records of one
+# label pair in order).
+
+def is_shown(case, shown_cases) -> bool:
+    """True if ``case`` equals one of ``shown_cases``, the inputs the visible test passes."""
+    for c in shown_cases:
+        try:
+            if bool(case == c):
+                return True
+        except (TypeError, ValueError, RuntimeError):  # e.g. tensors: not comparable as one bool
+            continue
+    return False
+
+
+def on_hidden(name: str, *kinds: str) -> str:
+    """How a message names an input only a hidden test passes: what was called and what kind of
+    input it was, e.g. ``on_hidden("attention", "batched", "with a causal mask")`` gives
+    ``"attention on a hidden test's input (batched, with a causal mask)"``.  Empty kinds are
+    left out."""
+    kinds = [k for k in kinds if k]
+    return f"{name} on a hidden test's input" + (f" ({', '.join(kinds)})" if kinds else "")
+
+
+def withheld(text: str) -> str:
+    """``text`` (an error the learner's code raised on a hidden test's input) with its numbers
+    replaced by ``…``: a shape mismatch would otherwise name the hidden sizes."""
+    return re.sub(r"\d+(?:[_,.]\d+)*(?:[eE][+-]?\d+)?", "…", str(text))
 
 
 @contextmanager

@@ -32,7 +32,8 @@ from ..memory import (kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, req
 from ..params import count_params, mlp_params
 from ..shapes import ModelShape
 from ..units import GB, GiB, TiB, dtype_bytes
-from . import CheckFailed, check_choice, check_equal, check_sealed, check_value, own_work
+from . import (CheckFailed, check_choice, check_equal, check_sealed, check_value, is_shown,
+               on_hidden, own_work)
 from .sealed import Sealed
 
 # --- what the capstone covers ------------------------------------------------------------------
@@ -312,6 +313,22 @@ def _label(fn_name: str, name: str, context, memory, dtype) -> str:
             f"dtype={dtype!r})")
 
 
+def _card_kind(config: Mapping, shipped: bool) -> tuple:
+    """A card of a hidden test in words: shipped or not, its model_type and the features the
+    usual slips are about (not its name or sizes)."""
+    kinds = [f"{'a shipped' if shipped else 'a hidden'} card of model_type "
+             f"{config.get('model_type')}"]
+    try:
+        s = shape_from_config(dict(config))
+    except Exception:  # noqa: BLE001 - the kind is a courtesy; the check itself reports errors
+        return tuple(kinds)
+    kinds += ["a mixture of experts" if s.is_moe else "",
+              "tied embeddings" if s.tied_embeddings else "",
+              "head_dim set" if _alt_d_head(s) else "",
+              "a sliding window" if s.sliding_window is not None else ""]
+    return tuple(kinds)
+
+
 def _keyed(result, keys: Sequence[str], what: str) -> dict:
     if not isinstance(result, Mapping):
         raise CheckFailed(f"{what}: return a dict with keys {', '.join(map(repr, keys))}, "
@@ -343,10 +360,14 @@ def check_size_card(fn, cards=VISIBLE_CARDS, scenarios: Sequence[Mapping] = (SCE
     ``cards``: shipped card names or ``{name: config dict}`` (the notebook's hidden tests pass
     cards that do not ship with course_lib).  The learner's function gets a copy of each config
     and is called through :func:`own_reading`."""
+    shipped = not isinstance(cards, Mapping)
     for name, cfg in _cards(cards).items():
         for sc in scenarios:
             context, memory, dtype = _scenario(sc)
-            label = _label("size_card", name, context, memory, dtype)
+            if shipped and name in VISIBLE_CARDS and is_shown(sc, (SCENARIO,)):
+                label = _label("size_card", name, context, memory, dtype)
+            else:  # a hidden test's card or scenario: its kind, not its name or numbers
+                label = on_hidden("size_card", *_card_kind(cfg, shipped))
             result = own_reading(fn, copy.deepcopy(cfg), context, memory, dtype)
             got = _keyed(result, SIZE_KEYS, label)
             expected = expected_size(cfg, context, memory, dtype)
@@ -396,38 +417,45 @@ def check_servable(fn, cards=CANDIDATES, scenarios: Sequence[Mapping] = (SCENARI
     the cards that can serve the scenario (context within the card's positions, at least one
     request beside the weights) with the requests that fit."""
     configs = _cards(cards)
+    cards_shown = not isinstance(cards, Mapping) and tuple(cards) == CANDIDATES
     for sc in scenarios:
         context, memory, dtype = _scenario(sc)
+        shown = cards_shown and is_shown(sc, (SCENARIO,))
         label = (f"servable(<{len(configs)} cards>, context={context:,}, "
-                 f"gpu_memory_bytes={_bytes_label(memory)}, dtype={dtype!r})")
+                 f"gpu_memory_bytes={_bytes_label(memory)}, dtype={dtype!r})" if shown else
+                 on_hidden("servable", "the shipped candidates" if cards_shown else "hidden cards"))
+
+        def card(name):  # the visible test's candidates may be named, a hidden test's cards not
+            return name if cards_shown else "a card"
         result = own_reading(fn, copy.deepcopy(configs), context, memory, dtype)
         if not isinstance(result, Mapping):
             raise CheckFailed(f"{label}: return a dict {{card name: requests}}, got "
                               f"{type(result).__name__}")
         expected = expected_servable(configs, context, memory, dtype)
         unknown = [k for k in result if k not in configs]
-        if unknown:
+        if unknown:  # the learner's own key
             raise CheckFailed(f"{label}: {unknown[0]!r} is not one of the cards given")
         for name in result:
             if name in expected:
                 continue
             size = expected_size(configs[name], context, memory, dtype)
             if context_limit(configs[name]) < context:
-                raise CheckFailed(f"{label}: {name} cannot serve {context:,}-token requests: "
+                long = f"{context:,}-token requests" if shown else "requests this long"
+                raise CheckFailed(f"{label}: {card(name)} cannot serve {long}: "
                                   "its card's positions (n_positions or max_position_embeddings) "
                                   "are fewer than that")
             if size["requests_that_fit"] == 0:
-                raise CheckFailed(f"{label}: {name} cannot serve this scenario: not one request "
+                raise CheckFailed(f"{label}: {card(name)} cannot serve this scenario: not one request "
                                   "fits beside its weights (size them by total parameters, every "
                                   "expert included)")
         for name in expected:
             if name not in result:
-                raise CheckFailed(f"{label}: {name} is missing: its context is long enough and "
+                raise CheckFailed(f"{label}: {card(name)} is missing: its context is long enough and "
                                   "at least one request fits")
         check_equal(sorted(result), sorted(expected), what=f"{label}: the cards that serve it")
         for name, n in expected.items():
             m = size_mistakes(configs[name], context, memory, dtype)["requests_that_fit"]
-            check_value(result[name], n, what=f"{label}[{name!r}]", integer=True, mistakes=m)
+            check_value(result[name], n, what=f"{label}[{card(name)!r}]", integer=True, mistakes=m)
 
 
 WALKAWAY_MIN_PARAMS = 7_000_000_000
@@ -624,25 +652,27 @@ def check_copy_losses(fn, periods: Sequence[int] = (COPY_PERIOD,), seeds: Sequen
     Tried on the shipped induction model's losses for each period and on random tensors (one per
     seed)."""
     import torch
-    cases = [(copy_eval_losses(p), p, f"the induction model's losses, period {p}")
+    # A hidden test's periods and seeds (random tensors) are not named: only the kind of input.
+    cases = [(copy_eval_losses(p), p, f"copy_losses on the induction model's losses, period {p}"
+              if p == COPY_PERIOD else on_hidden("copy_losses", "the induction model's losses"))
              for p in periods]
     for seed in seeds:
         g = torch.Generator().manual_seed(seed)
         n_seqs, pos = 3 + seed % 5, 12 + seed % 9
         p = 2 + seed % (pos - 4)
         cases.append((torch.rand(n_seqs, pos - 1, generator=g) * 5, p,
-                      f"a random ({n_seqs}, {pos - 1}) loss tensor, period {p}"))
+                      on_hidden("copy_losses", "a random loss tensor")))
     for losses, p, what in cases:
         result = own_work(fn, losses.clone(), p)
         if not isinstance(result, (tuple, list)) or len(result) != 2:
-            raise CheckFailed(f"copy_losses on {what}: return 2 numbers, (unpredictable, copied), "
+            raise CheckFailed(f"{what}: return 2 numbers, (unpredictable, copied), "
                               f"got {type(result).__name__} {result!r:.60}")
         new, copied = (float(losses[:, :p].mean()), float(losses[:, p:].mean()))
         off_early = (float(losses[:, :p - 1].mean()), float(losses[:, p - 1:].mean()))
         off_late = (float(losses[:, :p + 1].mean()), float(losses[:, p + 1:].mean()))
         names = ("[0], the unpredictable tokens", "[1], the copied tokens")
         for i, (got, exp) in enumerate(zip(result, (new, copied))):
-            check_value(got, exp, what=f"copy_losses on {what}{names[i]}", rel=1e-5, mistakes={
+            check_value(got, exp, what=f"{what}{names[i]}", rel=1e-5, mistakes={
                 "off by one: token `period` starts the second copy but follows a token seen "
                 "only once, so it cannot be predicted; losses[:, i] predicts token i + 1":
                     off_early[i],
@@ -660,7 +690,8 @@ def check_score_matrix(fn, cases: Sequence[Mapping] = (FLASH_CASE,)) -> None:
     matrices, n_tokens² per head."""
     for case in cases:
         n, h, b = case["n_tokens"], case["n_heads"], case["bytes_per_number"]
-        label = f"score_matrix_bytes({n:,}, {h}, {b})"
+        label = (f"score_matrix_bytes({n:,}, {h}, {b})" if is_shown(case, (FLASH_CASE,))
+                 else on_hidden("score_matrix_bytes"))
         got = own_work(fn, n, h, b)
         exp = n * n * h * b
         check_value(got, exp, what=label, integer=True, mistakes={

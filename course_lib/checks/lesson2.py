@@ -31,7 +31,7 @@ from typing import Mapping, Sequence
 from . import check_sealed
 from .sealed import Sealed
 from . import (CheckFailed, _as_number, check_choice, check_close, check_equal, check_value,
-               own_work)
+               is_shown, on_hidden, own_work, withheld)
 
 # --- the lesson's fixed figures (inputs, not answers) -----------------------------------------
 
@@ -64,6 +64,13 @@ CONTEXT_CASES = (dict(n_seqs=50, pos=32, period=10, seed=123),)
 """Visible cases of :func:`check_in_context_score` (repeated tokens for the shipped model)."""
 
 LABELS = ("missing", "ignored", "used")
+
+WEIGHT_TRIALS = 4000
+"""Draws per case of :func:`check_largest_weight` in the visible test."""
+MASK_SIZES = (5,)
+"""Visible sizes of :func:`check_causal_mask`."""
+THRESHOLD = 0.5
+"""The visible threshold of :func:`check_missing_or_ignored`."""
 
 
 # --- no shortcuts ----------------------------------------------------------------------------
@@ -101,10 +108,11 @@ def _watch_shortcuts(found: list):
         sys.setprofile(previous)
 
 
-def _own(fn, label: str, *args, shortcuts: bool = True, **kwargs):
+def _own(fn, label: str, *args, shortcuts: bool = True, shown: bool = True, **kwargs):
     """``fn(*args, **kwargs)`` through own_work, failing if it used a shortcut that holds the
     answer (unless ``shortcuts`` is False: a function that runs a model runs its attention);
-    an exception inside ``fn`` becomes a CheckFailed saying which input raised it."""
+    an exception inside ``fn`` becomes a CheckFailed saying which input raised it (on a hidden
+    test's input, ``shown=False``, without the numbers in the error's text)."""
     found: list = []
     try:
         if shortcuts:
@@ -115,7 +123,8 @@ def _own(fn, label: str, *args, shortcuts: bool = True, **kwargs):
     except (CheckFailed, NotImplementedError):  # a stub not yet written reads as such
         raise
     except Exception as e:  # the learner's code raised: say on which input
-        raise CheckFailed(f"{label} raised {type(e).__name__}: {e}") from None
+        text = e if shown else withheld(e)
+        raise CheckFailed(f"{label} raised {type(e).__name__}: {text}") from None
     if found:
         raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls {found[0]}, which "
                           "computes this answer: write it yourself, then compare with it")
@@ -218,6 +227,20 @@ def _label(q, k, v, mask) -> str:
     return f"attention(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, {m})"
 
 
+_MASK_KINDS = {None: "no mask", "random": "with a mask", "causal": "with a causal mask",
+               "random-batch": "with a mask of its own for each batch element"}
+
+
+def _hidden_attention_label(case: Mapping) -> str:
+    return on_hidden("attention", "batched" if tuple(case.get("batch", ())) else "unbatched",
+                     _MASK_KINDS.get(case.get("mask"), "with a mask"))
+
+
+def _got_shape(shape, shown: bool) -> str:
+    """``", got (2, 4)"`` for a visible input; a hidden input's shapes are not named."""
+    return f", got {tuple(shape)}" if shown else ", got another shape"
+
+
 def check_attention(fn, cases: Sequence[Mapping] = ATTENTION_CASES) -> None:
     """Check ``fn(q, k, v, mask=None) -> (out, weights)``: softmax(q kᵀ / sqrt(d_k)) v, with
     a bool ``mask`` (True = may attend, broadcast over the leading dimensions) applied to the
@@ -228,9 +251,10 @@ def check_attention(fn, cases: Sequence[Mapping] = ATTENTION_CASES) -> None:
     import torch.nn.functional as F
     for case in cases:
         q, k, v, mask = attention_inputs(**case)
-        label = _label(q, k, v, mask)
+        shown = is_shown(case, ATTENTION_CASES)
+        label = _label(q, k, v, mask) if shown else _hidden_attention_label(case)
         args = (q.clone(), k.clone(), v.clone()) + (() if mask is None else (mask.clone(),))
-        result = _own(fn, label, *args)
+        result = _own(fn, label, *args, shown=shown)
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise CheckFailed(f"{label}: return two tensors, (out, weights), got "
                               f"{type(result).__name__} {result!r:.60}")
@@ -241,13 +265,15 @@ def check_attention(fn, cases: Sequence[Mapping] = ATTENTION_CASES) -> None:
             hint = (": out has one row per query and one column per value dimension (d_v)"
                     if tuple(out.shape) != want_w else ": that looks like the weights: return "
                     "(out, weights) in that order")
-            raise CheckFailed(f"{label}: out should have shape {want_out}, got "
-                              f"{tuple(out.shape)}{hint}")
+            want = want_out if shown else "(..., n_q, d_v)"
+            raise CheckFailed(f"{label}: out should have shape {want}"
+                              f"{_got_shape(out.shape, shown)}{hint}")
         if tuple(weights.shape) != want_w:
             hint = (": that is the transpose: rows are queries, columns are keys"
                     if tuple(weights.shape) == (*q.shape[:-2], k.shape[-2], q.shape[-2]) else "")
-            raise CheckFailed(f"{label}: weights should have shape (..., n_q, n_k) = {want_w}, "
-                              f"got {tuple(weights.shape)}{hint}")
+            want = f"(..., n_q, n_k) = {want_w}" if shown else "(..., n_q, n_k)"
+            raise CheckFailed(f"{label}: weights should have shape {want}"
+                              f"{_got_shape(weights.shape, shown)}{hint}")
         ref_out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).to(torch.float64)
         ref_w = _attend(q, k, v, mask)[1].to(torch.float64)
         ok_out, ok_w = _close(out, ref_out), _close(weights, ref_w)
@@ -322,7 +348,8 @@ def _mc_tolerance(std, n_trials) -> float:
     return 5 * std * math.sqrt(2 / n_trials) + 1e-9
 
 
-def check_largest_weight(fn, cases: Sequence[Mapping] = WEIGHT_CASES, n_trials: int = 4000) -> None:
+def check_largest_weight(fn, cases: Sequence[Mapping] = WEIGHT_CASES,
+                         n_trials: int = WEIGHT_TRIALS) -> None:
     """Check ``fn(d_k, n_keys, scaled, n_trials, seed) -> float``: the mean, over n_trials
     seeded draws of a standard normal query and n_keys standard normal keys of width d_k, of the
     largest softmax weight, with the scores divided by sqrt(d_k) when ``scaled``.  Passes within
@@ -332,8 +359,10 @@ def check_largest_weight(fn, cases: Sequence[Mapping] = WEIGHT_CASES, n_trials: 
         d_k, n_keys, seed = case["d_k"], case["n_keys"], case["seed"]
         for scaled in (False, True):
             args = dict(d_k=d_k, n_keys=n_keys, scaled=scaled, n_trials=n_trials, seed=seed)
-            label = "mean_largest_weight(" + ", ".join(f"{k}={v}" for k, v in args.items()) + ")"
-            got = _as_number(_own(fn, label, **args), label)
+            shown = is_shown(case, WEIGHT_CASES) and n_trials == WEIGHT_TRIALS
+            label = ("mean_largest_weight(" + ", ".join(f"{k}={v}" for k, v in args.items()) + ")"
+                     if shown else on_hidden("mean_largest_weight", f"scaled={scaled}"))
+            got = _as_number(_own(fn, label, shown=shown, **args), label)
             mean, std = largest_weight_reference(d_k, n_keys, scaled, n_trials, seed)
             tol = _mc_tolerance(std, n_trials)
             if abs(got - mean) <= tol:
@@ -366,21 +395,22 @@ def check_largest_weight(fn, cases: Sequence[Mapping] = WEIGHT_CASES, n_trials: 
 
 # --- 3. the causal mask ----------------------------------------------------------------------
 
-def check_causal_mask(fn, sizes: Sequence[int] = (5,)) -> None:
+def check_causal_mask(fn, sizes: Sequence[int] = MASK_SIZES) -> None:
     """Check ``fn(n) -> (n, n) bool tensor``: True where query i may attend to key j, that is
     j <= i (a token sees itself and the tokens before it).  Reference: ``ones(n, n).tril()``."""
     torch = _torch()
     for n in sizes:
-        label = f"causal_mask({n})"
-        got = _own(fn, label, n)
+        shown = n in MASK_SIZES
+        label = f"causal_mask({n})" if shown else on_hidden("causal_mask")
+        got = _own(fn, label, n, shown=shown)
         if not isinstance(got, torch.Tensor):
             try:
                 got = torch.as_tensor(got)
             except (TypeError, ValueError, RuntimeError):
                 raise CheckFailed(f"{label}: return a tensor, got {type(got).__name__}") from None
         if tuple(got.shape) != (n, n):
-            raise CheckFailed(f"{label}: return an (n, n) tensor, rows = queries, columns = keys; "
-                              f"got shape {tuple(got.shape)}")
+            raise CheckFailed(f"{label}: return an (n, n) tensor, rows = queries, columns = keys"
+                              + (f"; got shape {tuple(got.shape)}" if shown else ""))
         if got.dtype != torch.bool:
             if got.is_floating_point() and bool(torch.isinf(got).any()):
                 raise CheckFailed(f"{label}: return a bool mask (True = may attend), not an "
@@ -405,8 +435,9 @@ def check_causal_mask(fn, sizes: Sequence[int] = (5,)) -> None:
         for diagnosis, wrong in mistakes.items():
             if not torch.equal(wrong, expected) and torch.equal(got, wrong):
                 raise CheckFailed(f"{label} is not right: {diagnosis}")
-        raise CheckFailed(f"{label} is not right: {int((got != expected).sum())} of {n * n} "
-                          "entries differ from 'query i may see key j when j <= i'")
+        how_many = f"{int((got != expected).sum())} of {n * n}" if shown else "some"
+        raise CheckFailed(f"{label} is not right: {how_many} entries differ from 'query i may "
+                          "see key j when j <= i'")
 
 
 # --- 4. head scores --------------------------------------------------------------------------
@@ -430,14 +461,22 @@ def pattern_inputs(shape=(4, 12, 12), period=4, seed=0, kind="random"):
     return scores.masked_fill(hide, float("-inf")).softmax(-1)
 
 
-def _score_result(got, label, want_shape):
+def _score_result(got, label, want_shape, shown: bool = True):
     got = _tensor(got, label)
     if tuple(got.shape) != tuple(want_shape):
         hint = (": one score per pattern, averaged over the queries" if got.dim() > len(want_shape)
                 else "")
-        raise CheckFailed(f"{label}: expected shape {tuple(want_shape)} (the pattern's leading "
-                          f"dimensions), got {tuple(got.shape)}{hint}")
+        want = f"shape {tuple(want_shape)} (the pattern's leading dimensions)" if shown else \
+            "the shape of the pattern's leading dimensions"
+        raise CheckFailed(f"{label}: expected {want}{_got_shape(got.shape, shown)}{hint}")
     return got
+
+
+def _hidden_pattern_label(name: str, case: Mapping) -> str:
+    kind = "an induction-like" if case.get("kind") == "induction" else "a random"
+    one = len(case["shape"]) == 2
+    return on_hidden(name, f"{kind} causal pattern",
+                     "a single pattern, no leading dimensions" if one else "")
 
 
 def check_previous_token_score(fn, cases: Sequence[Mapping] = PATTERN_CASES) -> None:
@@ -447,8 +486,10 @@ def check_previous_token_score(fn, cases: Sequence[Mapping] = PATTERN_CASES) -> 
     from ..tasks import previous_token_score
     for case in cases:
         p = pattern_inputs(**case)
-        label = f"previous_token_score(pattern {tuple(p.shape)})"
-        got = _score_result(_own(fn, label, p.clone()), label, p.shape[:-2])
+        shown = is_shown(case, PATTERN_CASES)
+        label = (f"previous_token_score(pattern {tuple(p.shape)})" if shown
+                 else _hidden_pattern_label("previous_token_score", case))
+        got = _score_result(_own(fn, label, p.clone(), shown=shown), label, p.shape[:-2], shown)
         expected = previous_token_score(p).to(torch.float64)
         if _close(got, expected, atol=1e-6, rtol=1e-5):
             _confirm(label, got, expected, atol=1e-6, rtol=1e-5)
@@ -493,8 +534,11 @@ def check_induction_score(fn, cases: Sequence[Mapping] = PATTERN_CASES) -> None:
     for case in cases:
         p = pattern_inputs(**case)
         period = case["period"]
-        label = f"induction_score(pattern {tuple(p.shape)}, period={period})"
-        got = _score_result(_own(fn, label, p.clone(), period), label, p.shape[:-2])
+        shown = is_shown(case, PATTERN_CASES)
+        label = (f"induction_score(pattern {tuple(p.shape)}, period={period})" if shown
+                 else _hidden_pattern_label("induction_score", case))
+        got = _score_result(_own(fn, label, p.clone(), period, shown=shown), label, p.shape[:-2],
+                            shown)
         expected = induction_score(p, period).to(torch.float64)
         if _close(got, expected, atol=1e-6, rtol=1e-5):
             _confirm(label, got, expected, atol=1e-6, rtol=1e-5)
@@ -530,12 +574,14 @@ def check_heads_above(fn, tables: Sequence = None) -> None:
     """Check ``fn(scores, threshold) -> [(layer, head), ...]``: every head of an
     (n_layers, n_heads) score table above the threshold, the highest score first."""
     torch = _torch()
+    shown = tables is None  # the visible test's table
     if tables is None:
         tables = [(torch.tensor([[0.10, 0.92, 0.30], [0.61, 0.05, 0.74]]), 0.5)]
     for scores, threshold in tables:
         scores = torch.as_tensor(scores, dtype=torch.float32)
-        label = f"heads_above(scores {tuple(scores.shape)}, threshold={threshold})"
-        got = _own(fn, label, scores.clone(), threshold)
+        label = (f"heads_above(scores {tuple(scores.shape)}, threshold={threshold})" if shown
+                 else on_hidden("heads_above"))
+        got = _own(fn, label, scores.clone(), threshold, shown=shown)
         try:
             got = [tuple(int(x) for x in pair) for pair in got]
             if any(len(pair) != 2 for pair in got):
@@ -611,18 +657,21 @@ def missing_or_ignored_reference(tokens, pattern, i, threshold=0.5, keys="after-
 
 
 def check_missing_or_ignored(fn, cases: Sequence[Mapping] = QUERY_CASES,
-                             threshold: float = 0.5) -> None:
+                             threshold: float = THRESHOLD) -> None:
     """Check ``fn(tokens, pattern, i, threshold) -> "missing" | "ignored" | "used"`` for every
     query i < pos - 1 of seeded repeated tokens and patterns (:func:`query_inputs`)."""
     for case in cases:
         tokens, pattern = query_inputs(**case)
         pos = len(tokens)
-        label = f"missing_or_ignored on {pos} tokens with period {case['period']}"
+        shown = is_shown(case, QUERY_CASES) and threshold == THRESHOLD
+        label = (f"missing_or_ignored on {pos} tokens with period {case['period']}" if shown
+                 else on_hidden("missing_or_ignored"))
         got = []
         for i in range(pos - 1):
-            answer = _own(fn, f"{label}, query {i}", tokens.clone(), pattern.clone(), i, threshold)
+            at = f"{label}, query {i}" if shown else label  # a hidden input's positions unsaid
+            answer = _own(fn, at, tokens.clone(), pattern.clone(), i, threshold, shown=shown)
             if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
-                raise CheckFailed(f"{label}, query {i}: answer with one of "
+                raise CheckFailed(f"{at}: answer with one of "
                                   f"{', '.join(map(repr, LABELS))}, got {answer!r:.60}")
             got.append(answer.strip().lower())
 
@@ -647,6 +696,8 @@ def check_missing_or_ignored(fn, cases: Sequence[Mapping] = QUERY_CASES,
             if wrong != expected and got == wrong:
                 raise CheckFailed(f"{label} is not right: {diagnosis}")
         bad = [i for i in range(pos - 1) if got[i] != expected[i]]
+        if not shown:
+            raise CheckFailed(f"{label}: some queries get the wrong label")
         raise CheckFailed(f"{label}: {len(bad)} of {pos - 1} queries get the wrong label, the "
                           f"first at query {bad[0]}")
 
@@ -733,8 +784,11 @@ def check_in_context_score(fn, cases: Sequence[Mapping] = CONTEXT_CASES) -> None
     for case in cases:
         tokens = context_inputs(**case)
         p = case["period"]
-        label = f"in_context_score(model, tokens {tuple(tokens.shape)}, period={p})"
-        got = _as_number(_own(fn, label, model, tokens.clone(), p, shortcuts=False), label)
+        shown = is_shown(case, CONTEXT_CASES)
+        label = (f"in_context_score(model, tokens {tuple(tokens.shape)}, period={p})" if shown
+                 else on_hidden("in_context_score"))
+        got = _as_number(_own(fn, label, model, tokens.clone(), p, shortcuts=False, shown=shown),
+                         label)
         with torch.no_grad():
             losses = next_token_losses(model, tokens)  # (n_seqs, pos-1): [:, i] predicts token i+1
         first, later = losses[:, :p - 1].mean().item(), losses[:, p - 1:].mean().item()

@@ -37,7 +37,7 @@ from ..params import block_params
 from ..shapes import gpt2_shape, llama_shape
 from . import check_sealed
 from .sealed import Sealed
-from . import CheckFailed, check_choice, check_close, check_value, own_work
+from . import CheckFailed, check_choice, check_close, check_value, is_shown, on_hidden, own_work
 
 # --- the lesson's fixed inputs ------------------------------------------------------------------
 
@@ -45,6 +45,14 @@ BLOCK_CASES = (dict(d_model=768, d_ff=3072, style="gpt2"),
                dict(d_model=4096, d_ff=11008, style="llama"))
 """Visible cases of :func:`check_block_parts` and :func:`check_ff_share`: GPT-2 small's block
 and Llama 2 7B's."""
+STREAM_BLOCKS = NO_OP_BLOCKS = (dict(style="gpt2", seed=0),)
+"""Visible blocks of :func:`check_stream_parts` and :func:`check_no_op`."""
+ADD_CASES = (dict(model="chain", where=1),)
+NEURON_LAYERS = (dict(d_model=32, d_ff=64, seed=0),)
+PRUNE_CASES = (dict(model="chain", k=40),)
+REPORT_CASES = (dict(how="ff", k=36),)
+"""Visible cases of :func:`check_add_block`, :func:`check_neuron_scores`, :func:`check_prune`
+and :func:`check_compression_report`; the notebook's hidden tests pass others."""
 STYLES = ("gpt2", "llama")
 BLOCK_KEYS = ("attention", "feed_forward", "norms")
 REPORT_KEYS = ("attention", "feed_forward", "one_step", "eight_step")
@@ -169,10 +177,14 @@ def _close(a, b) -> bool:
             and torch.allclose(a.double(), b.double(), atol=_ATOL, rtol=_ATOL))
 
 
-def _tensor(x, shape, what: str) -> torch.Tensor:
+def _tensor(x, shape, what: str, names: str | None = None) -> torch.Tensor:
+    """``x`` if it is a tensor of ``shape``; on a hidden test's input give ``names`` (the
+    shape in words, e.g. ``"(d_ff,)"``): its sizes are not named."""
     if not isinstance(x, torch.Tensor):
         raise CheckFailed(f"{what}: expected a torch tensor, got {type(x).__name__}")
     if tuple(x.shape) != tuple(shape):
+        if names is not None:
+            raise CheckFailed(f"{what}: expected shape {names}, got another shape")
         raise CheckFailed(f"{what}: expected shape {tuple(shape)}, got {tuple(x.shape)}")
     return x
 
@@ -181,20 +193,44 @@ def _describe(spec: Mapping) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in spec.items())
 
 
+def _block_kind(spec: Mapping) -> tuple:
+    """The kind of a :func:`toy_block` spec, in words (for a hidden test's block)."""
+    style = ("a Llama-style block (RMSNorm, SwiGLU, no biases)" if spec.get("style") == "llama"
+             else "a GPT-2-style block")
+    kv, heads = spec.get("n_kv_heads"), spec.get("n_heads", 4)
+    attn = ("" if kv is None or kv == heads else
+            "multi-query attention (one key/value head)" if kv == 1 else "grouped-query attention")
+    return style, attn
+
+
+def _size_kind(case: Mapping) -> tuple:
+    """The kind of a :func:`check_block_parts` case, in words (for a hidden test's case)."""
+    style = "Llama style" if case["style"] == "llama" else "GPT-2 style"
+    return style, ("d_ff is not 4·d_model" if case["style"] == "gpt2"
+                   and case["d_ff"] != 4 * case["d_model"] else "")
+
+
+def _model_kind(spec: Mapping) -> str:
+    return "lesson 3's chain model" if spec.get("model", "chain") == "chain" else "a random toy model"
+
+
 def _option(x):
     return x.strip().lower() if isinstance(x, str) else x
 
 
 # --- 1. the residual stream ----------------------------------------------------------------
 
-def check_stream_parts(fn, blocks: Sequence[Mapping] = (dict(style="gpt2", seed=0),)) -> None:
+def check_stream_parts(fn, blocks: Sequence[Mapping] = STREAM_BLOCKS) -> None:
     """Check ``fn(block, x) -> (attention_note, feed_forward_note)``: what each part of a
     pre-norm block adds to the stream x (batch, pos, d_model), so that block(x) = x + both.
     ``blocks``: specs for :func:`toy_block`."""
     for spec in blocks:
         block = toy_block(**spec)
         x = _inputs(block.norm_1.weight.shape[0], spec.get("seed", 0))
-        label = f"stream_parts(block with {_describe(spec)}, x)"
+        shown = is_shown(spec, STREAM_BLOCKS)
+        label = (f"stream_parts(block with {_describe(spec)}, x)" if shown
+                 else on_hidden("stream_parts", *_block_kind(spec)))
+        names = None if shown else "(batch, pos, d_model), the shape of x"
         with torch.no_grad():
             result = _guarded(fn, {TransformerBlock.run: "the block itself (block(x) or block.run)"},
                               block, x, advice="write the block's two steps with block.norm_1, "
@@ -202,8 +238,8 @@ def check_stream_parts(fn, blocks: Sequence[Mapping] = (dict(style="gpt2", seed=
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise CheckFailed(f"{label}: return two tensors (attention's note, the "
                                   f"feed-forward layer's note), got {type(result).__name__}")
-            a = _tensor(result[0], x.shape, f"{label}[0], attention's note")
-            m = _tensor(result[1], x.shape, f"{label}[1], the feed-forward note")
+            a = _tensor(result[0], x.shape, f"{label}[0], attention's note", names)
+            m = _tensor(result[1], x.shape, f"{label}[1], the feed-forward note", names)
             ref_a = block.attn(block.norm_1(x))
             ref_m = block.mlp(block.norm_2(x + ref_a))
             if not _close(a, ref_a):
@@ -305,7 +341,8 @@ def check_block_parts(fn, cases: Sequence[Mapping] = BLOCK_CASES) -> None:
     parameters by part, style ``"gpt2"`` (biases, two LayerNorms, GELU) or ``"llama"`` (no
     biases, two RMSNorms, SwiGLU), multi-head attention (as many kv heads as heads)."""
     for case in cases:
-        label = f"block_parts({_describe(case)})"
+        label = (f"block_parts({_describe(case)})" if is_shown(case, BLOCK_CASES)
+                 else on_hidden("block_parts", *_size_kind(case)))
         got = _parts(own_work(fn, case["d_model"], case["d_ff"], case["style"]), label)
         expected = _expected_parts(**case)
         mistakes = block_part_mistakes(**case)
@@ -318,7 +355,8 @@ def check_ff_share(fn, cases: Sequence[Mapping] = BLOCK_CASES) -> None:
     """Check ``fn(d_model, d_ff, style) -> share``: the feed-forward layer's fraction of one
     block's parameters (attention, feed-forward and the block's two norms), not rounded."""
     for case in cases:
-        label = f"ff_share({_describe(case)})"
+        label = (f"ff_share({_describe(case)})" if is_shown(case, BLOCK_CASES)
+                 else on_hidden("ff_share", *_size_kind(case)))
         got = own_work(fn, case["d_model"], case["d_ff"], case["style"])
         p = _expected_parts(**case)
         ff, attn, total = p["feed_forward"], p["attention"], p["total"]
@@ -350,14 +388,15 @@ _OUTPUTS = ("attn.out_proj.weight", "attn.out_proj.bias", "mlp.down.weight", "ml
 _INPUTS = ("attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight", "mlp.up.weight")
 
 
-def check_no_op(fn, blocks: Sequence[Mapping] = (dict(style="gpt2", seed=0),)) -> None:
+def check_no_op(fn, blocks: Sequence[Mapping] = NO_OP_BLOCKS) -> None:
     """Check ``fn(block) -> block``: the block changed in place so that it returns its input
     exactly (``torch.equal``), by zeroing only what writes into the stream (attention's output
     projection and the feed-forward down projection, weights and biases); every other parameter
     keeps its value.  ``blocks``: specs for :func:`toy_block`."""
     for spec in blocks:
         block = toy_block(**spec)
-        label = f"make_no_op(block with {_describe(spec)})"
+        label = (f"make_no_op(block with {_describe(spec)})" if is_shown(spec, NO_OP_BLOCKS)
+                 else on_hidden("make_no_op", *_block_kind(spec)))
         before = {n: p.detach().clone() for n, p in block.named_parameters()}
         result = _guarded(fn, {TransformerBlock.zero_output_projections:
                                "block.zero_output_projections"}, block,
@@ -408,14 +447,17 @@ def check_no_op(fn, blocks: Sequence[Mapping] = (dict(style="gpt2", seed=0),)) -
         raise CheckFailed(f"{label}: the block does not return its input")
 
 
-def check_add_block(fn, cases: Sequence[Mapping] = (dict(model="chain", where=1),)) -> None:
+def check_add_block(fn, cases: Sequence[Mapping] = ADD_CASES) -> None:
     """Check ``fn(model, where) -> new model``: a copy of a TinyGPT with one new block of the same
     shape inserted at index ``where`` of ``blocks``, built to change nothing: the logits are
     exactly (``torch.equal``) the original's.  The original model is left as it was."""
     for case in cases:
         spec = {k: v for k, v in case.items() if k != "where"}
         model, where = toy_model(**spec), case["where"]
-        label = f"add_no_op_block({_describe(spec)} model, where={where})"
+        shown = is_shown(case, ADD_CASES)
+        label = (f"add_no_op_block({_describe(spec)} model, where={where})" if shown
+                 else on_hidden("add_no_op_block", _model_kind(spec)))
+        at = f"index {where}" if shown else "index where"  # a hidden input's position unsaid
         before = copy.deepcopy(model.state_dict())
         n_before = len(model.blocks)
         tokens = _tokens(model, where)
@@ -429,19 +471,22 @@ def check_add_block(fn, cases: Sequence[Mapping] = (dict(model="chain", where=1)
                               "(copy.deepcopy(model) first)")
         blocks = getattr(result, "blocks", None)
         if blocks is None or len(blocks) != n_before + 1:
+            if not shown:
+                raise CheckFailed(f"{label}: the new model should have one block more than the "
+                                  "original")
             raise CheckFailed(f"{label}: the new model should have {n_before} + 1 blocks, got "
                               f"{'none' if blocks is None else len(blocks)}")
         new = blocks[where]
         size = sum(p.numel() for p in new.parameters())
         if size != block_params(model.shape)["total"]:
-            raise CheckFailed(f"{label}: the block at index {where} is not a new block of the "
+            raise CheckFailed(f"{label}: the block at {at} is not a new block of the "
                               "model's shape (TransformerBlock(model.shape)); is it at the "
                               "right index?")
         old = [b for i, b in enumerate(blocks) if i != where]
         for i, b in enumerate(old):
             if not all(torch.equal(t, before[f"blocks.{i}.{n}"]) for n, t in b.state_dict().items()):
                 raise CheckFailed(f"{label}: the model's own blocks should keep their order and "
-                                  f"weights around the new one at index {where}")
+                                  f"weights around the new one at {at}")
         with torch.no_grad():
             got = result(tokens)
         if torch.equal(got, expected):
@@ -462,12 +507,15 @@ _FORBIDDEN_PRUNING = {neuron_scores: "course_lib.compression.neuron_scores",
                       prune_feed_forward: "course_lib.compression.prune_feed_forward"}
 
 
-def check_neuron_scores(fn, layers: Sequence[Mapping] = (dict(d_model=32, d_ff=64, seed=0),)) -> None:
+def check_neuron_scores(fn, layers: Sequence[Mapping] = NEURON_LAYERS) -> None:
     """Check ``fn(mlp) -> (d_ff,) scores``: ‖row i of up.weight‖ × ‖column i of down.weight‖
     for each neuron of a GELU FeedForward.  ``layers``: specs for :func:`toy_feed_forward`."""
     for spec in layers:
         mlp = toy_feed_forward(**spec)
-        label = f"neuron_scores(layer with {_describe(spec)})"
+        shown = is_shown(spec, NEURON_LAYERS)
+        square = spec.get("d_ff", 64) == spec.get("d_model", 32)
+        label = (f"neuron_scores(layer with {_describe(spec)})" if shown else
+                 on_hidden("neuron_scores", "a square layer (d_ff = d_model)" if square else ""))
         with torch.no_grad():
             got = _guarded(fn, _FORBIDDEN_PRUNING, mlp, advice="compute the norms yourself")
             up, down = mlp.up.weight, mlp.down.weight  # (d_ff, d_model), (d_model, d_ff)
@@ -476,7 +524,7 @@ def check_neuron_scores(fn, layers: Sequence[Mapping] = (dict(d_model=32, d_ff=6
                 raise CheckFailed(f"{label}: got d_model scores, one per dimension of the stream; "
                                   "a neuron is a row of up.weight and a column of down.weight: "
                                   "take each norm across the other dimension")
-            got = _tensor(got, (d_ff,), label)
+            got = _tensor(got, (d_ff,), label, None if shown else "(d_ff,)")
             expected = neuron_scores(mlp)
             if _close(got, expected):
                 check_close(got, expected, what=label, rtol=_ATOL, atol=_ATOL)
@@ -506,14 +554,17 @@ def _matched_rows(rows: torch.Tensor, table: torch.Tensor) -> list:
     return out
 
 
-def check_prune(fn, cases: Sequence[Mapping] = (dict(model="chain", k=40),)) -> None:
+def check_prune(fn, cases: Sequence[Mapping] = PRUNE_CASES) -> None:
     """Check ``fn(model, k) -> new model``: every block's feed-forward layer narrowed to the k
     neurons with the largest scores (rows of up with their biases, columns of down; down's bias
     kept), as a FeedForward of width k; the original model left as it was."""
     for case in cases:
         spec = {n: v for n, v in case.items() if n != "k"}
         model, k = toy_model(**spec), case["k"]
-        label = f"prune({_describe(spec)} model, k={k})"
+        shown = is_shown(case, PRUNE_CASES)
+        every = all(k == b.mlp.up.out_features for b in model.blocks)
+        label = (f"prune({_describe(spec)} model, k={k})" if shown else
+                 on_hidden("prune", _model_kind(spec), "k = d_ff: every neuron kept" if every else ""))
         before = copy.deepcopy(model.state_dict())
         result = _guarded(fn, _FORBIDDEN_PRUNING, model, k,
                           advice="use your own neuron_scores and build the narrow layer yourself")
@@ -526,20 +577,22 @@ def check_prune(fn, cases: Sequence[Mapping] = (dict(model="chain", k=40),)) -> 
         for i, (b_new, b_old) in enumerate(zip(result.blocks, model.blocks)):
             mlp, old = b_new.mlp, b_old.mlp
             d_model, d_ff = old.up.in_features, old.up.out_features
+            blk = f"block {i}" if shown else "in a block"  # a hidden model's blocks unsaid
             if tuple(mlp.up.weight.shape) == (d_ff, d_model) and k < d_ff:
-                raise CheckFailed(f"{label}: block {i}'s feed-forward layer is still d_ff wide: "
+                raise CheckFailed(f"{label}: {f'block {i}' if shown else 'a block'}'s feed-forward "
+                                  "layer is still d_ff wide: "
                                   "build a FeedForward of width k (zeroing neurons saves no "
                                   "parameters)")
             if tuple(mlp.up.weight.shape) != (k, d_model) or \
                     tuple(mlp.down.weight.shape) != (d_model, k):
-                raise CheckFailed(f"{label}: block {i}: up.weight should be k × d_model and "
+                raise CheckFailed(f"{label}: {blk}: up.weight should be k × d_model and "
                                   "down.weight d_model × k")
             with torch.no_grad():
                 kept = _matched_rows(mlp.up.weight, old.up.weight)
                 scores = neuron_scores(old)
             order = scores.argsort(descending=True).tolist()
             if -1 in kept or len(set(kept)) != k:
-                raise CheckFailed(f"{label}: block {i}: each row of the new up.weight should be a "
+                raise CheckFailed(f"{label}: {blk}: each row of the new up.weight should be a "
                                   "row of the old one (a kept neuron), each neuron once")
             if set(kept) != set(order[:k]):
                 if set(kept) == set(order[-k:]):
@@ -548,16 +601,16 @@ def check_prune(fn, cases: Sequence[Mapping] = (dict(model="chain", k=40),)) -> 
                     hint = "you kept the first k neurons, not the k with the largest scores"
                 else:
                     hint = "these are not the k neurons with the largest scores"
-                raise CheckFailed(f"{label}: block {i}: {hint}")
+                raise CheckFailed(f"{label}: {blk}: {hint}")
             with torch.no_grad():
                 if not torch.equal(mlp.down.weight, old.down.weight[:, kept]):
-                    raise CheckFailed(f"{label}: block {i}: each kept neuron's column of "
+                    raise CheckFailed(f"{label}: {blk}: each kept neuron's column of "
                                       "down.weight must go with its row of up.weight")
                 if old.up.bias is not None and not torch.equal(mlp.up.bias, old.up.bias[kept]):
-                    raise CheckFailed(f"{label}: block {i}: each kept neuron's up bias must go "
+                    raise CheckFailed(f"{label}: {blk}: each kept neuron's up bias must go "
                                       "with it (up.bias[kept])")
                 if old.down.bias is not None and not torch.equal(mlp.down.bias, old.down.bias):
-                    raise CheckFailed(f"{label}: block {i}: keep down.bias whole: it belongs to "
+                    raise CheckFailed(f"{label}: {blk}: keep down.bias whole: it belongs to "
                                       "no neuron")
         tokens = _tokens(model, k)
         reference = prune_feed_forward(model, k)
@@ -594,7 +647,7 @@ def _part_sizes(model) -> tuple[int, int]:
     return attn, ff
 
 
-def check_compression_report(fn, cases: Sequence[Mapping] = (dict(how="ff", k=36),)) -> None:
+def check_compression_report(fn, cases: Sequence[Mapping] = REPORT_CASES) -> None:
     """Check ``fn(original, compressed, task) -> {"attention", "feed_forward", "one_step",
     "eight_step"}``: parameters removed from the attention layers and from the feed-forward
     layers (all blocks), and the compressed model's share of 1-step and of 8-step items of
@@ -603,7 +656,10 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (dict(how="ff", k=36
     original = load_chain_model()[0]
     for case in cases:
         compressed = compressed_model(**case)
-        label = f"compression_report(original, model compressed with {_describe(case)}, task)"
+        how = {"ff": "feed-forward pruned", "kv": "key/value heads shared",
+               "both": "feed-forward pruned and key/value heads shared"}[case["how"]]
+        label = (f"compression_report(original, model compressed with {_describe(case)}, task)"
+                 if is_shown(case, REPORT_CASES) else on_hidden("compression_report", how))
         with torch.no_grad():
             got = _guarded(fn, {}, original, compressed, task)
         if not isinstance(got, Mapping) or any(k not in got for k in REPORT_KEYS):

@@ -41,7 +41,8 @@ from ..profiling import measure_peak_extra_memory
 from ..shapes import gpt2_shape
 from ..tiled_attention import SoftmaxState, initial_state, online_softmax_update
 from ..units import GB, GiB, TB, TiB
-from . import CheckFailed, check_choice, check_close, check_sealed, check_value, own_work
+from . import (CheckFailed, check_choice, check_close, check_sealed, check_value, is_shown,
+               on_hidden, own_work)
 from .sealed import Sealed
 
 # --- the numbers of the lesson ---------------------------------------------------------------
@@ -75,6 +76,7 @@ UPDATE_CASES = (dict(batch=(2,), block_q=4, block_k=5, d_v=6, first=True, scale=
 TILED_CASES = (dict(shape=(1, 2, 40, 8), causal=False, block=16, seed=0),
                dict(shape=(1, 2, 40, 8), causal=True, block=16, seed=1))
 RECAP_CASES = (dict(d_model=768, n_layers=12, n_heads=12, n_tokens=1024),)
+CROSSOVER_D_MODELS = (768,)
 
 VENDOR_QUESTIONS = {
     "a": "What are latency and cost per request with an input of 128,000 tokens?",
@@ -151,10 +153,14 @@ def _generator(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def _tensor_result(got, like: torch.Tensor, what: str) -> torch.Tensor:
+def _tensor_result(got, like: torch.Tensor, what: str, shown: bool = True) -> torch.Tensor:
+    """``got`` as a tensor of ``like``'s shape; the shapes are named only for an input the
+    visible test passes (``shown``)."""
     if not isinstance(got, torch.Tensor):
         raise CheckFailed(f"{what}: expected a tensor, got {type(got).__name__}")
     if tuple(got.shape) != tuple(like.shape):
+        if not shown:
+            raise CheckFailed(f"{what}: expected the shape of the input, got another shape")
         raise CheckFailed(f"{what}: expected shape {tuple(like.shape)} (the shape of the input), "
                           f"got {tuple(got.shape)}")
     return got.detach()
@@ -225,10 +231,14 @@ def check_commutes(fn, cases: Sequence[Mapping] = PERMUTATION_CASES) -> None:
     or rotary positions must not)."""
     for case in cases:
         block, x, perm = permutation_case(case)
-        what = _label("commutes_with_permutation", {k: case[k] for k in
-                                                    ("d_model", "batch", "pos", "causal")} |
-                      ({"positions": case["positions"]} if case.get("positions", "none") != "none"
-                       else {}))
+        rotary = case.get("positions", "none") == "rotary"
+        what = (_label("commutes_with_permutation", {k: case[k] for k in
+                                                     ("d_model", "batch", "pos", "causal")} |
+                       ({"positions": case["positions"]} if case.get("positions", "none") != "none"
+                        else {}))
+                if is_shown(case, PERMUTATION_CASES) else
+                on_hidden("commutes_with_permutation", f"causal={case['causal']}",
+                          "rotary positions" if rotary else ""))
         with torch.no_grad():
             diff = (block(x[:, perm]) - block(x)[:, perm]).abs().max().item()
         expected = diff < 1e-4
@@ -294,11 +304,14 @@ def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
     for case in cases:
         x, positions = rotary_case(case)
         base = case["base"]
-        what = _label("rotary", {"x.shape": tuple(x.shape), "positions": f"{case['start']}.."
-                                 f"{case['start'] + x.shape[-2] - 1}", "base": base})
+        shown = is_shown(case, ROTARY_CASES)
+        what = (_label("rotary", {"x.shape": tuple(x.shape), "positions": f"{case['start']}.."
+                                  f"{case['start'] + x.shape[-2] - 1}", "base": base}) if shown
+                else on_hidden("rotary", "positions not starting at 0" if case["start"] else "",
+                               "a base other than 10000" if base != 10000 else ""))
         expected = reference_rotary(x, positions, base)
         got = _tensor_result(_built_by_hand(fn, x.clone(), positions.clone(), base, what=what),
-                             x, what)
+                             x, what, shown)
         if not torch.isfinite(got).all():
             raise CheckFailed(f"{what}: the result holds NaN or inf")
         if got.dtype != x.dtype:
@@ -355,7 +368,9 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
     for case in cases:
         q, k = rotary_score_case(case)
         m, n, d = case["m"], case["n"], case["d_head"]
-        what = f"rotary_score(q, k, m={m}, n={n}) with d_head={d}"
+        shown = is_shown(case, ROTARY_SCORE_CASES)
+        what = (f"rotary_score(q, k, m={m}, n={n}) with d_head={d}" if shown else
+                on_hidden("rotary_score", "query and key at the same position" if m == n else ""))
         expected = reference_rotary_score(q, k, m, n)
         got = _number(_built_by_hand(fn, q.clone(), k.clone(), m, n, what=what), what)
         if not _isclose(got, expected):
@@ -379,11 +394,11 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
         for shift in (1, 7, 100):
             moved = _number(_built_by_hand(fn, q.clone(), k.clone(), m + shift, n + shift,
                                            what=what), what)
+            by = f"by {shift}" if shown else "by the same amount"  # m + shift: a hidden position
             if not _isclose(moved, got):
-                raise CheckFailed(f"{what}: moving both positions by {shift} changed the score; "
+                raise CheckFailed(f"{what}: moving both positions {by} changed the score; "
                                   "with rotary positions it depends only on the offset m - n.")
-            check_close(moved, expected, what=f"{what}, both moved by {shift}", rtol=1e-4,
-                        atol=1e-4)
+            check_close(moved, expected, what=f"{what}, both moved {by}", rtol=1e-4, atol=1e-4)
 
 
 # --- 3. what attention costs -----------------------------------------------------------------
@@ -398,7 +413,8 @@ def check_block_macs(fn, cases: Sequence[Mapping] = BLOCK_MACS_CASES) -> None:
     ``forward_macs(..., causal=False)``."""
     for case in cases:
         n, d = case["n_tokens"], case["d_model"]
-        what = _label("block_macs", case)
+        what = (_label("block_macs", case) if is_shown(case, BLOCK_MACS_CASES)
+                else on_hidden("block_macs"))
         got = own_work(fn, n, d)
         if not isinstance(got, Mapping) or any(k not in got for k in MACS_KEYS):
             raise CheckFailed(f"{what}: return a dict with keys 'attention_scores' and "
@@ -454,11 +470,12 @@ def _crossover_mistakes(d: int) -> dict:
     }
 
 
-def check_crossover(fn, d_models: Sequence[int] = (768,)) -> None:
+def check_crossover(fn, d_models: Sequence[int] = CROSSOVER_D_MODELS) -> None:
     """Check ``fn(d_model) -> n``, the sequence length where attention's scores cost as many
     multiply-adds as the rest of a GPT-2-style block."""
     for d in d_models:
-        what = f"crossover_length(d_model={d})"
+        what = (f"crossover_length(d_model={d})" if d in CROSSOVER_D_MODELS
+                else on_hidden("crossover_length"))
         with _mentions("block_macs"):
             check_value(own_work(fn, d), crossover_expected(d), what=what, rel=1e-9,
                         mistakes=_crossover_mistakes(d))
@@ -502,8 +519,9 @@ def check_score_bytes(fn, cases: Sequence[Mapping] = SCORE_BYTES_CASES) -> None:
     """Check ``fn(n_tokens, n_heads, bytes_per_number) -> bytes`` of one layer's full score
     matrices."""
     for case in cases:
-        what = _label("score_matrix_bytes", case)
         n, h, b = case["n_tokens"], case["n_heads"], case["bytes_per_number"]
+        what = (_label("score_matrix_bytes", case) if is_shown(case, SCORE_BYTES_CASES)
+                else on_hidden("score_matrix_bytes"))
         check_value(own_work(fn, n, h, b), score_bytes_expected(n, h, b), what=what, rel=1e-9,
                     mistakes=_score_byte_mistakes(n, h, b))
 
@@ -729,9 +747,12 @@ def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
     course_lib.tiled_attention.online_softmax_update."""
     for case in cases:
         state, s, v = update_case(case)
-        what = _label("softmax_update", {"batch": tuple(case["batch"]), "block_q": case["block_q"],
-                                         "block_k": case["block_k"], "d_v": case["d_v"],
-                                         "first tile": case["first"]})
+        shown = is_shown(case, UPDATE_CASES)
+        what = (_label("softmax_update", {"batch": tuple(case["batch"]), "block_q": case["block_q"],
+                                          "block_k": case["block_k"], "d_v": case["d_v"],
+                                          "first tile": case["first"]}) if shown else
+                on_hidden("softmax_update", "the first tile" if case["first"] else "a later tile",
+                          "large scores" if abs(case["scale"]) > 10 else ""))
         expected = online_softmax_update(state, s, v)
         got = _built_by_hand(fn, state.m.clone(), state.l.clone(), state.acc.clone(), s.clone(),
                              v.clone(), what=what)
@@ -740,7 +761,7 @@ def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
                               f"{type(got).__name__} {got!r:.60}")
         variants = _update_variants(state, s, v)
         for name, g_, e_ in zip(("m", "l", "acc"), got, expected):
-            g_ = _tensor_result(g_, e_, f"{what}, {name}")
+            g_ = _tensor_result(g_, e_, f"{what}, {name}", shown)
             if torch.isnan(g_).any():
                 raise CheckFailed(f"{what}: {name} holds NaN. On the first tile m is -inf and "
                                   "l and acc are 0: the old sums must be multiplied by "
@@ -779,12 +800,16 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES,
     for case in cases:
         q, k, v = tiled_case(case)
         causal, block = case["causal"], case["block"]
-        what = _label("my_tiled_attention", {"q.shape": tuple(q.shape), "causal": causal,
-                                          "block": block})
+        shown, n = is_shown(case, TILED_CASES), q.shape[-2]
+        what = (_label("my_tiled_attention", {"q.shape": tuple(q.shape), "causal": causal,
+                                              "block": block}) if shown else
+                on_hidden("my_tiled_attention", f"causal={causal}",
+                          "one tile longer than the input" if block >= n else
+                          "a last tile shorter than the block" if n % block else ""))
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         got = _built_by_hand(fn, q.clone(), k.clone(), v.clone(), causal=causal, block=block,
                              what=what, fused_ok=False)
-        got = _tensor_result(got, expected, what)
+        got = _tensor_result(got, expected, what, shown)
         if _close(got, expected, 1e-4):
             check_close(got, expected, what=what, rtol=1e-4, atol=1e-4)
             continue
@@ -1077,7 +1102,8 @@ def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES) -> None:
     scores, and the bytes of one layer's full 16-bit score matrices."""
     for case in cases:
         d, L, h, n = (case[k] for k in ("d_model", "n_layers", "n_heads", "n_tokens"))
-        what = _label("longest_input", case)
+        what = (_label("longest_input", case) if is_shown(case, RECAP_CASES)
+                else on_hidden("longest_input"))
         got = own_work(fn, d, L, h, n)
         if not isinstance(got, Mapping) or any(k not in got for k in RECAP_KEYS):
             raise CheckFailed(f"{what}: return a dict with keys "

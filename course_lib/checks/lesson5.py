@@ -30,7 +30,8 @@ from ..shapes import ModelShape
 from ..units import GB, GiB
 from . import check_sealed
 from .sealed import Sealed
-from . import CheckFailed, check_choice, check_close, check_value, own_work
+from . import (CheckFailed, check_choice, check_close, check_value, is_shown, on_hidden,
+               own_work)
 
 
 class Accelerator(NamedTuple):
@@ -90,8 +91,17 @@ def _label(name: str, args: Mapping) -> str:
     return f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
 
 
-def _call(fn, name: str, args: Mapping):
-    return own_work(fn, **args), _label(name, args)
+def _call(fn, name: str, args: Mapping, shown: bool = True, kinds: Sequence[str] = ()):
+    """``fn(**args)`` through own_work, and its label: the arguments in full for an input the
+    visible test passes (``shown``), else only their ``kinds`` (a hidden test's input)."""
+    return own_work(fn, **args), (_label(name, args) if shown else on_hidden(name, *kinds))
+
+
+def _heads_kind(n_heads, n_kv_heads) -> str:
+    if n_kv_heads == n_heads:
+        return "multi-head attention (a key/value head per query head)"
+    return ("multi-query attention (one key/value head)" if n_kv_heads == 1
+            else "grouped-query attention")
 
 
 def _option(x):
@@ -163,7 +173,7 @@ def _record_calls(model):
     return calls
 
 
-def _diagnose_calls(calls, label) -> None:
+def _diagnose_calls(calls, label, shown: bool = True) -> None:
     if not calls:
         raise CheckFailed(f"{label} never calls model.run (or model(...)): run the prompt "
                           "through the model first, then one new token at a time")
@@ -176,7 +186,8 @@ def _diagnose_calls(calls, label) -> None:
                               "that is generation without a cache. After the prompt, feed only "
                               "the newest token, with the kvs the previous call returned")
         if n != 1:
-            raise CheckFailed(f"{label} feeds {n} tokens at a step after the prompt: with a "
+            raise CheckFailed(f"{label} feeds {n if shown else 'several'} tokens at a step after "
+                              "the prompt: with a "
                               "cache, feed only the newest token (shape (batch, 1))")
         if past != past_prev + n_prev:
             raise CheckFailed(f"{label} passes a stale cache: at each step pass the kvs that "
@@ -207,32 +218,37 @@ def _check_generate_case(fn, case: Mapping) -> None:
     prompt = _prompt(model, case["batch"], case["prompt_len"], case["seed"])
     n_new, p = case["n_new"], case["prompt_len"]
     expected = model.generate(prompt, n_new, use_cache=False)
-    label = (f"generate_cached on a {case['shape']['kind']} toy model "
-             f"(batch {case['batch']}, prompt of {p}, n_new={n_new})")
+    shown = is_shown(case, GEN_CASES)
+    s = case["shape"]
+    label = (f"generate_cached on a {s['kind']} toy model "
+             f"(batch {case['batch']}, prompt of {p}, n_new={n_new})" if shown else
+             on_hidden("generate_cached", f"a {s['kind']} toy model",
+                       _heads_kind(s["n_heads"], s.get("n_kv_heads", s["n_heads"])),
+                       "a one-token prompt" if p == 1 else ""))
     calls = _record_calls(model)
     got = own_work(fn, model, prompt.clone(), n_new)
     if not isinstance(got, torch.Tensor):
         raise CheckFailed(f"{label}: return a tensor of token ids (batch, pos + n_new), "
                           f"got {type(got).__name__}")
+    want = f" = ({case['batch']}, {p + n_new}), got {tuple(got.shape)}" if shown else ""
     if got.dim() != 2 or got.shape[0] != case["batch"]:
-        raise CheckFailed(f"{label}: return shape (batch, pos + n_new) = "
-                          f"({case['batch']}, {p + n_new}), got {tuple(got.shape)}")
+        raise CheckFailed(f"{label}: return shape (batch, pos + n_new){want}")
     width = got.shape[1]
     if width == n_new:
         raise CheckFailed(f"{label} returns only the new tokens: return the prompt "
                           "followed by them")
     if width in (p + n_new - 1, p + n_new + 1):
-        raise CheckFailed(f"{label} returns {width - p} new tokens, not {n_new}: an "
-                          "off-by-one in the loop")
+        how_many = (f"{width - p} new tokens, not {n_new}" if shown else
+                    f"one new token too {'many' if width > p + n_new else 'few'}")
+        raise CheckFailed(f"{label} returns {how_many}: an off-by-one in the loop")
     if width != p + n_new:
-        raise CheckFailed(f"{label}: return shape ({case['batch']}, {p + n_new}), got "
-                          f"{tuple(got.shape)}")
+        raise CheckFailed(f"{label}: return shape (batch, pos + n_new){want}")
     if not torch.equal(got[:, :p], prompt):
         raise CheckFailed(f"{label}: the result must start with the prompt, unchanged")
-    _diagnose_calls(calls, label)
+    _diagnose_calls(calls, label, shown)
     if len(calls) > n_new + 1:
-        raise CheckFailed(f"{label} calls the model {len(calls)} times: once for the "
-                          f"prompt and once per new token is enough")
+        raise CheckFailed(f"{label} calls the model {f'{len(calls)} times' if shown else 'too often'}"
+                          ": once for the prompt and once per new token is enough")
     if not torch.equal(got, expected):
         raise CheckFailed(f"{label}: the new tokens differ from greedy generation without "
                           "a cache. Pick each token as the argmax of the logits at the "
@@ -296,7 +312,8 @@ def check_kv_cache_size(fn, cases: Sequence[Mapping] = KV_CASES) -> None:
     """Check ``fn(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number)``: the
     bytes of one sequence's KV cache, against ``memory.kv_cache_bytes_per_sequence``."""
     for case in cases:
-        got, label = _call(fn, "kv_cache_size", case)
+        got, label = _call(fn, "kv_cache_size", case, is_shown(case, KV_CASES),
+                           (_heads_kind(case["n_heads"], case["n_kv_heads"]),))
         check_value(got, kv_cache_expected(**case), what=label, rel=1e-9,
                     mistakes=kv_mistakes(**case))
 
@@ -311,7 +328,7 @@ def check_flops_per_weight_byte(fn, cases: Sequence[Mapping] = INTENSITY_CASES) 
     ``n_tokens`` tokens, each weight read once and used in one multiply-add (2 FLOPs) per
     token: 2·n_tokens / bytes_per_number."""
     for case in cases:
-        got, label = _call(fn, "flops_per_weight_byte", case)
+        got, label = _call(fn, "flops_per_weight_byte", case, is_shown(case, INTENSITY_CASES))
         n, b = case["n_tokens"], case["bytes_per_number"]
         expected = 2 * n / b
         check_value(got, expected, what=label, rel=1e-9, mistakes=_merged({
@@ -337,7 +354,7 @@ def check_ridge_point(fn, cases: Sequence[Mapping] = RIDGE_CASES) -> None:
     (a batch of B sequences does 2·B / bytes_per_number FLOPs per weight byte):
     ridge · bytes_per_number / 2 sequences (a float; no rounding needed)."""
     for case in cases:
-        result, label = _call(fn, "ridge_point", case)
+        result, label = _call(fn, "ridge_point", case, is_shown(case, RIDGE_CASES))
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise CheckFailed(f"{label}: return 2 numbers, (ridge, batch), got "
                               f"{type(result).__name__} {result!r:.60}")
@@ -423,8 +440,13 @@ def check_requests_fit(fn, cases: Sequence[Mapping] = REQUEST_CASES) -> None:
     ``memory.requests_that_fit``."""
     for case in cases:
         args = request_args(**case)
-        got, label = _call(fn, "requests_fit", args)
-        label = f"{label} ({case['card']})"
+        if is_shown(case, REQUEST_CASES):
+            got, label = _call(fn, "requests_fit", args)
+            label = f"{label} ({case['card']})"
+        else:
+            got, label = _call(fn, "requests_fit", args, False, (
+                f"a card of model_type {load_card(case['card']).model_type}",
+                _heads_kind(args["n_heads"], args["n_kv_heads"])))
         if isinstance(got, float) and got.is_integer():
             got = int(got)
         expected = requests_expected(**case)

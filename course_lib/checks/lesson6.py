@@ -34,7 +34,8 @@ from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import check_sealed
 from .sealed import Sealed
-from . import CheckFailed, check_choice, check_close, check_value, own_work
+from . import (CheckFailed, check_choice, check_close, check_value, is_shown, on_hidden,
+               own_work)
 
 # --- the lesson's fixed figures (inputs, not answers) -----------------------------------------
 
@@ -78,6 +79,22 @@ def seven_b(n_kv_heads: int) -> ModelShape:
 
 def _label(fn_name: str, s: ModelShape, *extra) -> str:
     return f"{fn_name}({s.name or 'a ' + s.model_type + ' shape'}{''.join(', ' + str(e) for e in extra)})"
+
+
+def _card_kind(s: ModelShape) -> str:
+    """A hidden test's card in words: shipped or made up, and its model_type (not its name)."""
+    return f"a shipped card of model_type {s.model_type}" if s.name else "a made-up shape"
+
+
+def _heads_kind(n_heads: int, n_kv_heads: int) -> str:
+    if n_kv_heads == n_heads:
+        return "multi-head attention (a key/value head per query head)"
+    return ("multi-query attention (one key/value head)" if n_kv_heads == 1
+            else "grouped-query attention")
+
+
+def _own_d_head(s: ModelShape) -> str:
+    return "" if s.d_model == s.n_heads * s.d_head else "d_head is not d_model / n_heads"
 
 
 def _dtype(bytes_per_number) -> str:
@@ -207,16 +224,20 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
     import torch.nn.functional as F
     for case in cases:
         q, k, v = gqa_inputs(**case)
-        label = (f"grouped_query_attention on q {tuple(q.shape)}, k and v {tuple(k.shape)}")
+        shown = is_shown(case, GQA_CASES)
+        label = (f"grouped_query_attention on q {tuple(q.shape)}, k and v {tuple(k.shape)}" if shown
+                 else on_hidden("grouped_query_attention",
+                                _heads_kind(case["n_heads"], case["n_kv_heads"])))
         got = _own(fn, q.clone(), k.clone(), v.clone())
         if not isinstance(got, torch.Tensor):
             raise CheckFailed(f"{label}: return a tensor, got {type(got).__name__}")
         if tuple(got.shape) != tuple(q.shape):
             hint = (" (that is one output per key/value head: every query head needs its own)"
                     if got.shape[1:2] == k.shape[1:2] else "")
+            sizes = f" = {tuple(q.shape)}, got {tuple(got.shape)}" if shown else \
+                ", got another shape"
             raise CheckFailed(f"{label}: the output should have the queries' shape "
-                              f"(batch, n_heads, pos, d_head) = {tuple(q.shape)}, got "
-                              f"{tuple(got.shape)}{hint}")
+                              f"(batch, n_heads, pos, d_head){sizes}{hint}")
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         got = got.detach().to(torch.float32)
         if torch.allclose(got, expected, atol=1e-5, rtol=1e-4):
@@ -274,11 +295,14 @@ def check_kv_bytes_per_token(fn, cards: Sequence = ("Meta-Llama-3-8B",),
                              bytes_per_number: Sequence = (BYTES_16BIT,)) -> None:
     """Check ``fn(s, bytes_per_number) -> bytes``: the KV cache one token adds, 2 × n_layers ×
     n_kv_heads × d_head × bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
+    shown_cases = [(c, b) for c in ("Meta-Llama-3-8B",) for b in (BYTES_16BIT,)]
     for card in cards:
         s = as_shape(card)
         _plain(s)
         for b in bytes_per_number:
-            label = _label("kv_bytes_per_token", s, b)
+            label = (_label("kv_bytes_per_token", s, b) if is_shown((card, b), shown_cases) else
+                     on_hidden("kv_bytes_per_token", _card_kind(s),
+                               _heads_kind(s.n_heads, s.n_kv_heads), _own_d_head(s)))
             got = _own(fn, s, b)
             check_value(got, kv_cache_bytes_per_token(s, _dtype(b)), what=label, rel=1e-12,
                         mistakes=kv_mistakes(s, b))
@@ -308,8 +332,12 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
     from ..moe import active_params_per_token
     for spec in layers:
         layer, x = moe_layer(**spec)
+        shown = is_shown(spec, MOE_LAYERS)
         label = (f"moe_sizes(a layer of {spec['n_experts']} {spec['mlp']} experts, top_k="
-                 f"{spec['top_k']}{', with biases' if spec['bias'] else ''})")
+                 f"{spec['top_k']}{', with biases' if spec['bias'] else ''})" if shown else
+                 on_hidden("moe_sizes", f"a layer of {spec['mlp']} experts",
+                           "with biases" if spec["bias"] else "no biases"))
+        per_token = f"(batch, pos) = {tuple(x.shape[:-1])}" if shown else "(batch, pos)"
         total, active = _pair(_own(fn, layer, x), label, "total, active per token")
         shape = ModelShape(d_model=spec["d_model"], n_layers=1, n_heads=1, d_ff=spec["d_ff"],
                            d_vocab=1, n_ctx=1, n_experts=spec["n_experts"],
@@ -335,12 +363,11 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
             got = torch.as_tensor(active)
         except Exception:
             raise CheckFailed(f"{label}[1]: return the active parameters as a tensor of shape "
-                              f"(batch, pos) = {tuple(expected.shape)}, got "
-                              f"{type(active).__name__}") from None
+                              f"{per_token}, got {type(active).__name__}") from None
         if tuple(got.shape) != tuple(expected.shape):
             raise CheckFailed(f"{label}[1]: the active parameters should have one value per "
-                              f"token, shape (batch, pos) = {tuple(expected.shape)}, got shape "
-                              f"{tuple(got.shape)}")
+                              f"token, shape {per_token}, got "
+                              + (f"shape {tuple(got.shape)}" if shown else "another shape"))
         if got.is_floating_point() and not torch.equal(got, got.round()):
             raise CheckFailed(f"{label}[1]: parameters are whole numbers")
         got = got.to(torch.int64)
@@ -358,8 +385,9 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
         for diagnosis, wrong in mistakes.items():
             if not torch.equal(wrong, expected) and torch.equal(got, wrong):
                 raise CheckFailed(f"{label}[1], the active parameters, is not right: {diagnosis}")
-        raise CheckFailed(f"{label}[1], the active parameters, is not right for "
-                          f"{int((got != expected).sum())} of {got.numel()} tokens")
+        how_many = f"{int((got != expected).sum())} of {got.numel()}" if shown else "some"
+        raise CheckFailed(f"{label}[1], the active parameters, is not right for {how_many} "
+                          "tokens")
 
 
 # --- total and active parameters of a card ---------------------------------------------------
@@ -401,7 +429,7 @@ def total_mistakes(s: ModelShape) -> dict:
         m["the norms are missing"] = total - c.norms
         m["the final norm (after the last block) is missing"] = total - norm
         if s.norms_per_block != 2:
-            m[f"this card has norms_per_block = {s.norms_per_block} norms in each block, not 2"] = \
+            m["this card sets norms_per_block: it does not have 2 norms in each block"] = \
                 total + (2 - s.norms_per_block) * L * norm
     if s.positions == "learned":
         m["the learned position table (n_ctx × d_model) is missing"] = total - s.n_ctx * d
@@ -437,7 +465,9 @@ def check_card_params(fn, cards: Sequence = (MIXTRAL,)) -> None:
     for card in cards:
         s = as_shape(card)
         _plain(s)
-        label = _label("card_params", s)
+        label = (_label("card_params", s) if is_shown(card, (MIXTRAL,)) else
+                 on_hidden("card_params", _card_kind(s),
+                           "a mixture of experts" if s.is_moe else "dense", _own_d_head(s)))
         total, active = _pair(_own(fn, s), label, "total, active")
         c = count_params(s)
         check_value(total, c.total, what=f"{label}[0], the total", integer=True,
@@ -458,9 +488,10 @@ def check_requests_that_fit(fn, cases: Sequence[Mapping] | None = None) -> None:
     ``memory_bytes``, ``bytes_per_number`` (default 2).  Cards with a sliding window are
     refused (the window caps the cache; this exercise leaves it out).  By default: the module
     text's 7B-class shape with 32 and with 8 kv heads, 8,192 tokens, 80 GiB, 16-bit."""
+    shown_cases = [dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
+                   for kv in (32, 8)]
     if cases is None:
-        cases = [dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
-                 for kv in (32, 8)]
+        cases = shown_cases
     for case in cases:
         s = as_shape(case["card"])
         if "n_kv_heads" in case:
@@ -471,7 +502,10 @@ def check_requests_that_fit(fn, cases: Sequence[Mapping] | None = None) -> None:
         n, mem, b = case["n_tokens"], case["memory_bytes"], case.get("bytes_per_number", BYTES_16BIT)
         dt = _dtype(b)
         label = (f"requests_that_fit({s.name or 'a shape'} (n_kv_heads={s.n_kv_heads}), "
-                 f"n_tokens={n}, memory_bytes={mem}, bytes_per_number={b})")
+                 f"n_tokens={n}, memory_bytes={mem}, bytes_per_number={b})"
+                 if is_shown(case, shown_cases) else
+                 on_hidden("requests_that_fit", _card_kind(s),
+                           _heads_kind(s.n_heads, s.n_kv_heads)))
         got = _own(fn, s, n, mem, b)
         w, seq = weight_bytes(s, dt), kv_cache_bytes_per_sequence(s, n, dt)
         expected = max(0, (mem - w) // seq)
@@ -518,7 +552,9 @@ def check_four_sizes(fn, cards: Sequence = (MIXTRAL,),
         _plain(s)
         c = count_params(s)
         for b in bytes_per_number:
-            label = _label("four_sizes", s, b)
+            label = (_label("four_sizes", s, b) if is_shown((card, b), [(MIXTRAL, BYTES_16BIT)])
+                     else on_hidden("four_sizes", _card_kind(s),
+                                    "a mixture of experts" if s.is_moe else "dense"))
             got = _keyed(_own(fn, s, b), FOUR_SIZES_KEYS, label)
             with _builds_on("card_params", "kv_bytes_per_token"):
                 check_value(got["total_params"], c.total, what=f"{label}['total_params']",
