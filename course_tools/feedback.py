@@ -132,7 +132,8 @@ def render_markdown(r: Report) -> str:
                   "define), run the notebook, save it and submit it again.", ""]
     elif r.status != "graded":
         lines += [f"**{STATUS_WORDS.get(r.status, r.status).capitalize()}**: {r.detail}", "",
-                  "Cells that finished before that count; the others score 0.", ""]
+                  "Every test cell that ran to the end counts; one that was interrupted or "
+                  "did not run scores 0.", ""]
     several = len({c.notebook for c in r.cells}) > 1
     lines += ["| Test cell | Points | Result |", "|---|---:|---|"]
     for c in r.cells:

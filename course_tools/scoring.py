@@ -127,7 +127,7 @@ def score_cells(facts: JobFacts, tests: list[tuple[str, str, float]], reference:
 
     Returns ``([CellResult], {answer grade_id: problem}, [notes on other cells])``.
     """
-    cells = []
+    cells, overruled = [], []
     for nb, gid, points in tests:
         e = facts.cells.get((nb, gid))
         score, message, note = 0.0, "", ""
@@ -152,11 +152,16 @@ def score_cells(facts: JobFacts, tests: list[tuple[str, str, float]], reference:
                             "message); that is not held against you")
             else:
                 message = MISMATCH.format(why=why)
+                overruled.append(gid)
         if e is not None and e.get("cut"):
             note = (note + "; " if note else "") + "its output was cut (too long)"
         cells.append(CellResult(gid, nb, score, float(points), False,
                                 redact(message, hidden), note))
     answers, notes = {}, []
+    if overruled:  # the kernel said pass, the values said no: worth the instructor's look
+        notes.append(f"{', '.join(overruled)} passed in the notebook but not the grader's "
+                     "comparison of the checks' results (a check, a comparison function or a "
+                     "test changed?)")
     for (nb, key), e in facts.cells.items():
         if e.get("cut") and e.get("role") != "test":
             notes.append(f"the output of {cell_label(e)} was cut (too long)")

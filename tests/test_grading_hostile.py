@@ -58,3 +58,7 @@ def test_disarmed_checks_earn_nothing(graded):
     head = MISMATCH.split("(")[0]
     for gid in lost:  # nothing raised in the kernel: the grader's comparison took the points
         assert mine[gid]["message"].startswith(head), (gid, mine[gid]["message"])
+    # and the instructor is told, in the detail column, which cells the grader overruled
+    assert f"{', '.join(lost)} passed in the notebook but not the grader's comparison" in \
+        hostile["detail"], hostile["detail"]
+    assert "passed in the notebook" not in honest["detail"], honest["detail"]

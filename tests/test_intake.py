@@ -114,6 +114,8 @@ def test_a_cell_scores_only_if_it_ran_cleanly_and_its_records_match():
     cells, answers, notes = score_cells(facts, TESTS, ref, [], 10)
     assert [c.score for c in cells] == [0.0, 3.0, 0.0]
     assert "did not get the reference result" in cells[0].message
+    assert notes == ["t-a passed in the notebook but not the grader's comparison of the checks' "
+                     "results (a check, a comparison function or a test changed?)"]
     assert "not held against you" in cells[1].note
     assert cells[2].message == "AssertionError: a test failed (it gives no message)"
     right = _facts(("t-a", {"records": [dict(REC, got=10.0)]}))
@@ -151,3 +153,18 @@ def test_links_devices_and_huge_files_are_not_followed(mini, tmp_path, monkeypat
     left = copy_extra_files(d, tmp_path / "copy", limit=1000)
     assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["data.csv"]
     assert left == ["big.bin (too large)", "endless.bin (not a regular file)"]
+
+
+def test_worker_logs_leave_out_the_checksum_warning_every_student_gets():
+    """Hidden tests make every test cell's checksum differ from the release's; nbgrader warns
+    about it for every student, honest or not, which would bury real problems in the logs."""
+    import logging
+
+    from course_tools.worker import _expected_noise
+
+    def record(*args, msg="Attribute '%s' for cell %s has changed! (should be: %s, got: %s)"):
+        return logging.LogRecord("nbgrader", logging.WARNING, __file__, 1, msg, args, None)
+
+    assert not _expected_noise(record("checksum", "t-a", "x", "y"))
+    assert _expected_noise(record("points", "t-a", 2.0, 5.0))   # a changed cell still shows
+    assert _expected_noise(record(msg="Missing grade cell t-a encountered, adding to notebook"))

@@ -159,14 +159,12 @@ def same_records(student: list[dict], reference: list[dict]) -> tuple[bool, str]
     mine, theirs = groups(student), groups(reference)
     for key, refs in theirs.items():
         got = mine.get(key, [])
-        if len(got) < len(refs):
-            n = sum(len(v) for v in mine.values() if v)
-            return False, (f"{n} of the {len(reference)} checks reported a result (the first "
-                           f"missing is {key[1]!r})")
+        if len(got) < len(refs):  # (no counts: they would tell how many checks are hidden)
+            return False, f"check {key[1]!r} reported no result"
         for g, r in zip(got, refs):
             if not same_record(g, r):
                 return False, f"check {key[1]!r} did not get the reference result"
     extra = sum(max(0, len(v) - len(theirs.get(k, []))) for k, v in mine.items())
     if extra or len(student) != sum(len(v) for v in mine.values()):
-        return False, f"{len(student)} results reported where the test makes {len(reference)} checks"
+        return False, "the test reported results of checks it does not make"
     return True, ""
