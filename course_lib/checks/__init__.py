@@ -213,13 +213,34 @@ def withheld(text: str) -> str:
 
 
 @contextmanager
-def _watch_counters(found: list):
-    forbidden = {os.path.join(_LIB_DIR, m) for m in COUNTER_MODULES}
+def watch_calls(found: list, files: Mapping[str, object] | None = None,
+                codes: Mapping[object, str] | None = None, c_functions=()):
+    """While the block runs, append to ``found`` a name for each call of a watched function:
+
+    * ``files``: ``{file name in course_lib/: function names, or None for all}``, e.g.
+      ``{"params.py": None, "shapes.py": {"kv_cache_width"}}``; named ``"params.count_params"``;
+    * ``codes``: ``{code object: name}`` of particular Python functions;
+    * ``c_functions``: names of C functions (torch's fused kernels), named ``"torch's NAME"``.
+
+    Built on :func:`sys.setprofile` and chained with a profiler already set, so watches nest
+    (a lesson's watch around :func:`own_work`'s).  Used to refuse an exercise's answer that
+    calls the code that computes it."""
+    watched = {os.path.join(_LIB_DIR, f): names for f, names in (files or {}).items()}
+    codes = dict(codes or {})
+    c_functions = frozenset(c_functions)
     previous = sys.getprofile()
 
     def profiler(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename in forbidden:
-            found.append(f"{os.path.basename(frame.f_code.co_filename)[:-3]}.{frame.f_code.co_name}")
+        if event == "call":
+            code = frame.f_code
+            if code in codes:
+                found.append(codes[code])
+            elif code.co_filename in watched:
+                names = watched[code.co_filename]
+                if names is None or code.co_name in names:
+                    found.append(f"{os.path.basename(code.co_filename)[:-3]}.{code.co_name}")
+        elif event == "c_call" and c_functions and getattr(arg, "__name__", None) in c_functions:
+            found.append(f"torch's {arg.__name__}")
         if previous is not None:
             previous(frame, event, arg)
 
@@ -237,7 +258,7 @@ def own_work(fn: Callable, *args, **kwargs):
     if not callable(fn):
         raise CheckFailed(f"expected a function, got {type(fn).__name__}")
     found: list = []
-    with _watch_counters(found):
+    with watch_calls(found, dict.fromkeys(COUNTER_MODULES)):
         result = fn(*args, **kwargs)
     if found:
         raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls course_lib's own "

@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
-import sys
-from contextlib import contextmanager
 from typing import Callable, Mapping, Sequence
 
 from ..cards import card_config, card_names, shape_from_config
@@ -33,7 +30,7 @@ from ..params import count_params, mlp_params
 from ..shapes import ModelShape
 from ..units import GB, GiB, TiB, dtype_bytes
 from . import (CheckFailed, check_choice, check_equal, check_sealed, check_value, is_shown,
-               on_hidden, own_work)
+               on_hidden, own_work, watch_calls)
 from .sealed import Sealed
 
 # --- what the capstone covers ------------------------------------------------------------------
@@ -101,31 +98,8 @@ RECAP_QUESTIONS = {
 
 # --- the learner's own reading -----------------------------------------------------------------
 
-_LIB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _READERS = {"cards.py": None, "shapes.py": {"kv_cache_width", "sliding_layers"}}
 """Files (and, where given, functions) that read a card or hold part of the answer."""
-
-
-@contextmanager
-def _watch_readers(found: list):
-    """Record calls into course_lib's card reader (chained with any profiler already set)."""
-    watched = {os.path.join(_LIB_DIR, f): names for f, names in _READERS.items()}
-    previous = sys.getprofile()
-
-    def profiler(frame, event, arg):
-        code = frame.f_code
-        if event == "call" and code.co_filename in watched:
-            names = watched[code.co_filename]
-            if names is None or code.co_name in names:
-                found.append(f"{os.path.basename(code.co_filename)[:-3]}.{code.co_name}")
-        if previous is not None:
-            previous(frame, event, arg)
-
-    sys.setprofile(profiler)
-    try:
-        yield
-    finally:
-        sys.setprofile(previous)
 
 
 def own_reading(fn: Callable, *args, **kwargs):
@@ -142,7 +116,7 @@ def own_reading(fn: Callable, *args, **kwargs):
                            f"card reader ({found[0]}): read the config's keys yourself (the "
                            "table in section 1 lists them), then use course_lib to check")
     try:
-        with _watch_readers(found):
+        with watch_calls(found, _READERS):
             result = own_work(fn, *args, **kwargs)
     except CheckFailed:
         raise

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import sys
 from typing import Callable, Mapping, Sequence
 
 import torch
@@ -37,7 +36,8 @@ from ..params import block_params
 from ..shapes import gpt2_shape, llama_shape
 from . import check_sealed
 from .sealed import Sealed
-from . import CheckFailed, check_choice, check_close, check_value, is_shown, on_hidden, own_work
+from . import (CheckFailed, check_choice, check_close, check_value, is_shown, on_hidden,
+               own_work, watch_calls)
 
 # --- the lesson's fixed inputs ------------------------------------------------------------------
 
@@ -153,19 +153,8 @@ def _guarded(fn: Callable, forbidden: Mapping[Callable, str], *args, advice: str
         raise CheckFailed(f"expected a function, got {type(fn).__name__}")
     codes = {inspect.unwrap(f).__code__: label for f, label in forbidden.items()}
     found: list = []
-    previous = sys.getprofile()
-
-    def profiler(frame, event, arg):
-        if event == "call" and frame.f_code in codes:
-            found.append(codes[frame.f_code])
-        if previous is not None:
-            previous(frame, event, arg)
-
-    sys.setprofile(profiler)
-    try:
+    with watch_calls(found, codes=codes):
         result = fn(*args)
-    finally:
-        sys.setprofile(previous)
     if found:
         raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls {found[0]}: "
                           f"{advice or 'write it yourself'}")

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
-import sys
 from contextlib import contextmanager, nullcontext
 from typing import Mapping, Sequence
 
@@ -42,7 +40,7 @@ from ..shapes import gpt2_shape
 from ..tiled_attention import SoftmaxState, initial_state, online_softmax_update
 from ..units import GB, GiB, TB, TiB
 from . import (CheckFailed, check_choice, check_close, check_sealed, check_value, is_shown,
-               on_hidden, own_work)
+               on_hidden, own_work, watch_calls)
 from .sealed import Sealed
 
 # --- the numbers of the lesson ---------------------------------------------------------------
@@ -93,7 +91,6 @@ VENDOR_QUESTIONS = {
 """The list the vendor test-yourself question picks from (letter -> question)."""
 # --- helpers ---------------------------------------------------------------------------------
 
-_LIB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _BUILT_BY_HAND = ("positions.py", "attention.py", "tiled_attention.py", "block.py")
 
 
@@ -109,25 +106,6 @@ class _AtenOps(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-@contextmanager
-def _watch(files: Sequence[str], found: list):
-    forbidden = {os.path.join(_LIB_DIR, f) for f in files}
-    previous = sys.getprofile()
-
-    def profiler(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename in forbidden:
-            found.append(f"{os.path.basename(frame.f_code.co_filename)[:-3]}."
-                         f"{frame.f_code.co_name}")
-        if previous is not None:
-            previous(frame, event, arg)
-
-    sys.setprofile(profiler)
-    try:
-        yield
-    finally:
-        sys.setprofile(previous)
-
-
 def _built_by_hand(fn, *args, what: str, fused_ok: bool = True, **kwargs):
     """Call ``fn(*args, **kwargs)``; fail if it called course_lib's positions or attention code
     (the learner is asked to build it), or, with ``fused_ok=False``, torch's fused
@@ -136,7 +114,7 @@ def _built_by_hand(fn, *args, what: str, fused_ok: bool = True, **kwargs):
         raise CheckFailed(f"{what}: expected a function, got {type(fn).__name__}")
     found: list = []
     ops = _AtenOps() if not fused_ok else nullcontext()  # a dispatch mode costs time: only if needed
-    with _watch(_BUILT_BY_HAND, found), ops:
+    with watch_calls(found, dict.fromkeys(_BUILT_BY_HAND)), ops:
         result = fn(*args, **kwargs)
     name = getattr(fn, "__name__", "your function")
     if found:

@@ -21,8 +21,6 @@ the shape's ``kv_cache_width``, which would answer the question for them.
 from __future__ import annotations
 
 import math
-import os
-import sys
 from contextlib import contextmanager
 from typing import Mapping, Sequence
 
@@ -34,8 +32,8 @@ from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import check_sealed
 from .sealed import Sealed
-from . import (CheckFailed, check_choice, check_close, check_value, is_shown, on_hidden,
-               own_work)
+from . import (CheckFailed, check_close, check_value, is_shown, on_hidden,
+               own_work, watch_calls)
 
 # --- the lesson's fixed figures (inputs, not answers) -----------------------------------------
 
@@ -114,31 +112,10 @@ _SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_s
               "shapes.py": {"kv_cache_width"}}
 
 
-@contextmanager
-def _watch_shortcuts(found: list):
-    """Record calls to the functions in :data:`_SHORTCUTS` (chained with any profiler)."""
-    lib = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    watched = {os.path.join(lib, f): names for f, names in _SHORTCUTS.items()}
-    previous = sys.getprofile()
-
-    def profiler(frame, event, arg):
-        if event == "call" and frame.f_code.co_name in watched.get(frame.f_code.co_filename, ()):
-            found.append(f"{os.path.basename(frame.f_code.co_filename)[:-3]}."
-                         f"{frame.f_code.co_name}")
-        if previous is not None:
-            previous(frame, event, arg)
-
-    sys.setprofile(profiler)
-    try:
-        yield
-    finally:
-        sys.setprofile(previous)
-
-
 def _own(fn, *args, **kwargs):
     """``own_work(fn, ...)``, also failing if ``fn`` used a shortcut that holds the answer."""
     found: list = []
-    with _watch_shortcuts(found):
+    with watch_calls(found, _SHORTCUTS):
         result = own_work(fn, *args, **kwargs)
     if found:
         raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} uses course_lib's "
