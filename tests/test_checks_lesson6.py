@@ -328,7 +328,7 @@ def test_moe_active_shape_and_type():
     msg = fails(L6.check_moe_sizes, lambda layer, x: (moe_right(layer, x)[0],
                                                      moe_right(layer, x)[1] + 0.5))
     assert "whole numbers" in msg
-    assert "return 2 values" in fails(L6.check_moe_sizes, lambda layer, x: moe_right(layer, x)[0])
+    assert "return 2 numbers" in fails(L6.check_moe_sizes, lambda layer, x: moe_right(layer, x)[0])
 
 
 def test_moe_layer_counters_are_refused():

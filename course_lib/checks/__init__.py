@@ -178,6 +178,51 @@ def check_equal(got, expected, *, what: str) -> None:
         raise CheckFailed(f"{what} is not right")
 
 
+# --- the shape of an answer, and answers built on earlier ones -------------------------------
+
+SIZE_HINTS = ("too large", "too small", "you returned 0", "its sign is wrong", "you answered 0",
+              "the right order of magnitude")
+"""Phrases of the generic messages (:func:`check_value`'s size hint and a sealed answer's):
+a failure that names no particular mistake."""
+
+
+def as_tuple(result, n: int, what: str, names: str) -> tuple:
+    """``result`` as a tuple of ``n`` values, else :class:`CheckFailed` saying what to return
+    (``names``: the values in order, e.g. ``"total, active"``)."""
+    if not isinstance(result, (tuple, list)) or len(result) != n:
+        raise CheckFailed(f"{what}: return {n} numbers, ({names}), "
+                          f"got {type(result).__name__} {result!r:.60}")
+    return tuple(result)
+
+
+def as_keyed(result, keys, what: str) -> dict:
+    """``result`` as a dict holding every key of ``keys``, else :class:`CheckFailed` naming the
+    keys it needs."""
+    if not isinstance(result, Mapping):
+        raise CheckFailed(f"{what}: return a dict with keys {', '.join(map(repr, keys))}, "
+                          f"got {type(result).__name__} {result!r:.60}")
+    missing = [k for k in keys if k not in result]
+    if missing:
+        raise CheckFailed(f"{what}: the dict is missing {', '.join(map(repr, missing))} "
+                          f"(it needs {', '.join(map(repr, keys))})")
+    return dict(result)
+
+
+@contextmanager
+def builds_on(*names: str):
+    """Context manager (or decorator): when a check inside fails with a generic message
+    (:data:`SIZE_HINTS`), add a pointer to the earlier exercises ``names`` the answer builds
+    on: a wrong ``gpt2_params`` shows up again in every share built on it."""
+    try:
+        yield
+    except CheckFailed as e:
+        msg = str(e)
+        if any(p in msg for p in SIZE_HINTS):
+            msg += (f" If this uses your {' or '.join(names)}, make sure "
+                    f"{'its test passes' if len(names) == 1 else 'their tests pass'} first.")
+        raise CheckFailed(msg) from None
+
+
 # --- naming a check's input in a message ------------------------------------------------------
 # A message may name an input the notebook's visible test passes (the check's defaults): the
 # learner can see it.  An input only a hidden test passes is described by its kind ("batched,

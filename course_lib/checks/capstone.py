@@ -29,8 +29,8 @@ from ..memory import (kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, req
 from ..params import count_params, mlp_params
 from ..shapes import ModelShape
 from ..units import GB, GiB, TiB, dtype_bytes
-from . import (CheckFailed, check_choice, check_equal, check_sealed, check_value, is_shown,
-               on_hidden, own_work, watch_calls)
+from . import (CheckFailed, as_keyed, check_choice, check_equal, check_sealed, check_value,
+               is_shown, on_hidden, own_work, watch_calls)
 from .sealed import Sealed
 
 # --- what the capstone covers ------------------------------------------------------------------
@@ -303,17 +303,6 @@ def _card_kind(config: Mapping, shipped: bool) -> tuple:
     return tuple(kinds)
 
 
-def _keyed(result, keys: Sequence[str], what: str) -> dict:
-    if not isinstance(result, Mapping):
-        raise CheckFailed(f"{what}: return a dict with keys {', '.join(map(repr, keys))}, "
-                          f"got {type(result).__name__} {result!r:.60}")
-    missing = [k for k in keys if k not in result]
-    if missing:
-        raise CheckFailed(f"{what}: the dict is missing {', '.join(map(repr, missing))} "
-                          f"(it needs {', '.join(map(repr, keys))})")
-    return dict(result)
-
-
 def _cards(cards) -> dict:
     """``{name: config}`` from shipped names or a mapping of configs."""
     if isinstance(cards, Mapping):
@@ -343,7 +332,7 @@ def check_size_card(fn, cards=VISIBLE_CARDS, scenarios: Sequence[Mapping] = (SCE
             else:  # a hidden test's card or scenario: its kind, not its name or numbers
                 label = on_hidden("size_card", *_card_kind(cfg, shipped))
             result = own_reading(fn, copy.deepcopy(cfg), context, memory, dtype)
-            got = _keyed(result, SIZE_KEYS, label)
+            got = as_keyed(result, SIZE_KEYS, label)
             expected = expected_size(cfg, context, memory, dtype)
             mistakes = size_mistakes(cfg, context, memory, dtype)
             for key in SIZE_KEYS:
@@ -550,7 +539,7 @@ def check_walkaway(answer) -> None:
     :data:`SCENARIO`, the one of at least :data:`WALKAWAY_MIN_PARAMS` total parameters that
     serves the most requests): ``{"model", "total_params", "active_params",
     "kv_cache_bytes_per_token", "requests_that_fit"}``, each sealed."""
-    got = _keyed(answer, ("model", *SIZE_KEYS), "walkaway")
+    got = as_keyed(answer, ("model", *SIZE_KEYS), "walkaway")
     check_sealed(got["model"], WALKAWAY_SEALED["model"])
     for key in SIZE_KEYS:
         check_sealed(got[key], WALKAWAY_SEALED[key])
@@ -814,7 +803,7 @@ def check_gqa(answer) -> None:
     query head, multi-head attention), and the requests of 4,096 tokens that fit on two 80 GiB
     accelerators in 16-bit either way (the 64-head variant has bigger K and V projections
     too); each sealed."""
-    got = _keyed(answer, GQA_KEYS, "gqa")
+    got = as_keyed(answer, GQA_KEYS, "gqa")
     for key in GQA_KEYS:
         check_sealed(got[key], GQA_SEALED[key])
 
@@ -881,7 +870,7 @@ def check_experts(answer) -> None:
     """2024: Mixtral 8x7B's total and active parameters, the fewest 80 GiB accelerators that
     hold its 16-bit weights and one 8,192-token request, and its compute per token by the rule
     of thumb: 2 FLOPs (one multiply-add) per active parameter; each sealed."""
-    got = _keyed(answer, EXPERT_KEYS, "experts")
+    got = as_keyed(answer, EXPERT_KEYS, "experts")
     for key in EXPERT_KEYS:
         check_sealed(got[key], EXPERTS_SEALED[key])
 

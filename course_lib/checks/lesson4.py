@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from typing import Mapping, Sequence
 
 import torch
@@ -40,7 +40,7 @@ from ..shapes import gpt2_shape
 from ..tiled_attention import SoftmaxState, initial_state, online_softmax_update
 from ..units import GB, GiB, TB, TiB
 from . import (CheckFailed, check_choice, check_close, check_sealed, check_value, is_shown,
-               on_hidden, own_work, watch_calls)
+               builds_on, on_hidden, own_work, watch_calls)
 from .sealed import Sealed
 
 # --- the numbers of the lesson ---------------------------------------------------------------
@@ -454,26 +454,9 @@ def check_crossover(fn, d_models: Sequence[int] = CROSSOVER_D_MODELS) -> None:
     for d in d_models:
         what = (f"crossover_length(d_model={d})" if d in CROSSOVER_D_MODELS
                 else on_hidden("crossover_length"))
-        with _mentions("block_macs"):
+        with builds_on("block_macs"):
             check_value(own_work(fn, d), crossover_expected(d), what=what, rel=1e-9,
                         mistakes=_crossover_mistakes(d))
-
-
-_GENERIC = ("too large", "too small", "you returned 0", "its sign is wrong",
-            "you answered 0", "the right order of magnitude")  # the last two: sealed answers
-
-
-@contextmanager
-def _mentions(*names: str):
-    """On a failure with only a size hint, point to the earlier answers this one uses."""
-    try:
-        yield
-    except CheckFailed as e:
-        msg = str(e)
-        if any(p in msg for p in _GENERIC):
-            msg += (f" If this uses your {' or '.join(names)}, make sure "
-                    f"{'its test passes' if len(names) == 1 else 'their tests pass'} first.")
-        raise CheckFailed(msg) from None
 
 
 # --- 4. the score matrix in memory -----------------------------------------------------------
@@ -662,7 +645,7 @@ SCORE_TIB = Sealed(
 def check_score_tib(tib) -> None:
     """The module's figure: TiB of one layer's score matrices at LONG_CONTEXT tokens,
     LONG_HEADS heads, 16-bit (sealed)."""
-    with _mentions("score_matrix_bytes"):
+    with builds_on("score_matrix_bytes"):
         check_sealed(tib, SCORE_TIB)
 
 
@@ -1090,7 +1073,7 @@ def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES) -> None:
         m = forward_macs(gpt2_shape(d_model=d, n_layers=L, n_heads=h, d_vocab=1, n_ctx=n), n,
                          causal=False)
         macs = m.attention_scores + m.weights
-        with _mentions("block_macs"):
+        with builds_on("block_macs"):
             check_value(got["block_flops"], 2 * macs, what=f"{what}['block_flops']", rel=1e-9,
                         mistakes={
                             "that is multiply-adds; FLOPs = 2 × multiply-adds": macs,
@@ -1112,7 +1095,7 @@ def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES) -> None:
                                 1 - share,
                         })
         b = score_bytes_expected(n, h, BYTES_16BIT)
-        with _mentions("score_matrix_bytes"):
+        with builds_on("score_matrix_bytes"):
             check_value(got["score_bytes_per_layer"], b, what=f"{what}['score_bytes_per_layer']",
                         rel=1e-9, mistakes={**_score_byte_mistakes(n, h, BYTES_16BIT),
                                             "that is all layers; the question asks for one": b * L,

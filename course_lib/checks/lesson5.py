@@ -30,8 +30,8 @@ from ..shapes import ModelShape
 from ..units import GB, GiB
 from . import check_sealed
 from .sealed import Sealed
-from . import (CheckFailed, check_choice, check_close, check_value, is_shown, on_hidden,
-               own_work)
+from . import (CheckFailed, builds_on, check_choice, check_close, check_value, is_shown,
+               on_hidden, own_work)
 
 
 class Accelerator(NamedTuple):
@@ -108,19 +108,10 @@ def _option(x):
     return " ".join(x.strip().lower().replace("_", " ").split()) if isinstance(x, str) else x
 
 
-_GENERIC = ("too large", "too small", "you returned 0", "its sign is wrong",
-            "you answered 0", "the right order of magnitude")  # the last two: sealed answers
-
-
 def _point_back(names: str, fn):
-    """Re-raise a generic size hint with a pointer to the earlier exercise it builds on."""
-    try:
+    """Run ``fn`` (a check); a generic failure gets a pointer to the exercise it builds on."""
+    with builds_on(names):
         fn()
-    except CheckFailed as e:
-        msg = str(e)
-        if any(p in msg for p in _GENERIC):
-            msg += f" If this uses your {names}, make sure its test passes first."
-        raise CheckFailed(msg) from None
 
 
 # --- exercise 1: generation with a cache --------------------------------------------------------

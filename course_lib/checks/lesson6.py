@@ -21,7 +21,6 @@ the shape's ``kv_cache_width``, which would answer the question for them.
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from typing import Mapping, Sequence
 
 from ..cards import load_card
@@ -32,8 +31,8 @@ from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import check_sealed
 from .sealed import Sealed
-from . import (CheckFailed, check_close, check_value, is_shown, on_hidden,
-               own_work, watch_calls)
+from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_close, check_value,
+               is_shown, on_hidden, own_work, watch_calls)
 
 # --- the lesson's fixed figures (inputs, not answers) -----------------------------------------
 
@@ -124,46 +123,12 @@ def _own(fn, *args, **kwargs):
     return result
 
 
-def _pair(result, what: str, names: str) -> tuple:
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise CheckFailed(f"{what}: return 2 values, ({names}), got {type(result).__name__} "
-                          f"{result!r:.60}")
-    return tuple(result)
-
-
-def _keyed(result, keys: Sequence[str], what: str) -> dict:
-    if not isinstance(result, Mapping):
-        raise CheckFailed(f"{what}: return a dict with keys {', '.join(map(repr, keys))}, "
-                          f"got {type(result).__name__}")
-    missing = [k for k in keys if k not in result]
-    if missing:
-        raise CheckFailed(f"{what}: the dict is missing {', '.join(map(repr, missing))}")
-    return dict(result)
-
-
 def _merged(mistakes: dict) -> dict:
     """Mistakes that give the same wrong value on this input, named together ("... or ...")."""
     by_value: dict = {}
     for diagnosis, wrong in mistakes.items():
         by_value.setdefault(wrong, []).append(diagnosis)
     return {"; or ".join(ds): wrong for wrong, ds in by_value.items()}
-
-
-_GENERIC = ("too large", "too small", "you returned 0", "its sign is wrong",
-            "you answered 0", "the right order of magnitude")  # the last two: sealed answers
-
-
-@contextmanager
-def _builds_on(*names: str):
-    """Point back to earlier exercises when a failure is not a named mistake."""
-    try:
-        yield
-    except CheckFailed as e:
-        msg = str(e)
-        if any(p in msg for p in _GENERIC):
-            msg += (f" If this uses your {' or '.join(names)}, make sure "
-                    f"{'its test passes' if len(names) == 1 else 'their tests pass'} first.")
-        raise CheckFailed(msg) from None
 
 
 # --- grouped-query attention -----------------------------------------------------------------
@@ -315,7 +280,7 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
                  on_hidden("moe_sizes", f"a layer of {spec['mlp']} experts",
                            "with biases" if spec["bias"] else "no biases"))
         per_token = f"(batch, pos) = {tuple(x.shape[:-1])}" if shown else "(batch, pos)"
-        total, active = _pair(_own(fn, layer, x), label, "total, active per token")
+        total, active = as_tuple(_own(fn, layer, x), 2, label, "total, active per token")
         shape = ModelShape(d_model=spec["d_model"], n_layers=1, n_heads=1, d_ff=spec["d_ff"],
                            d_vocab=1, n_ctx=1, n_experts=spec["n_experts"],
                            n_experts_per_tok=spec["top_k"], mlp=spec["mlp"],
@@ -445,7 +410,7 @@ def check_card_params(fn, cards: Sequence = (MIXTRAL,)) -> None:
         label = (_label("card_params", s) if is_shown(card, (MIXTRAL,)) else
                  on_hidden("card_params", _card_kind(s),
                            "a mixture of experts" if s.is_moe else "dense", _own_d_head(s)))
-        total, active = _pair(_own(fn, s), label, "total, active")
+        total, active = as_tuple(_own(fn, s), 2, label, "total, active")
         c = count_params(s)
         check_value(total, c.total, what=f"{label}[0], the total", integer=True,
                     mistakes=total_mistakes(s))
@@ -501,7 +466,7 @@ def check_requests_that_fit(fn, cases: Sequence[Mapping] | None = None) -> None:
         if w > mem:
             mistakes = {"the weights alone do not fit, so no request fits: return 0":
                         (mem - w) // seq, **mistakes}
-        with _builds_on("card_params", "kv_bytes_per_token"):
+        with builds_on("card_params", "kv_bytes_per_token"):
             check_value(got, expected, what=label, integer=True, mistakes=_merged(mistakes))
 
 
@@ -532,8 +497,8 @@ def check_four_sizes(fn, cards: Sequence = (MIXTRAL,),
             label = (_label("four_sizes", s, b) if is_shown((card, b), [(MIXTRAL, BYTES_16BIT)])
                      else on_hidden("four_sizes", _card_kind(s),
                                     "a mixture of experts" if s.is_moe else "dense"))
-            got = _keyed(_own(fn, s, b), FOUR_SIZES_KEYS, label)
-            with _builds_on("card_params", "kv_bytes_per_token"):
+            got = as_keyed(_own(fn, s, b), FOUR_SIZES_KEYS, label)
+            with builds_on("card_params", "kv_bytes_per_token"):
                 check_value(got["total_params"], c.total, what=f"{label}['total_params']",
                             integer=True, mistakes=total_mistakes(s))
                 check_value(got["active_params"], c.active, what=f"{label}['active_params']",
@@ -608,7 +573,7 @@ LLAMA2_70B_SAVED = Sealed(
 )
 
 
-@_builds_on("kv_bytes_per_token")
+@builds_on("kv_bytes_per_token")
 def check_llama2_70b(saved_gib) -> None:
     """GiB of 16-bit cache Llama 2 70B saves per sequence of its full 4,096-token context with
     8 key/value heads instead of LLAMA2_70B_MHA_KV_HEADS (sealed)."""
