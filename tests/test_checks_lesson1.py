@@ -170,9 +170,38 @@ def test_unknown_gpt2_mistake_gets_a_size_hint_not_the_value():
 def test_hard_coded_gpt2_small_fails_a_hidden_shape():
     L1.check_gpt2_params(lambda **s: 124_439_808)  # the visible test alone cannot tell
     msg = fails(L1.check_gpt2_params, lambda **s: 124_439_808, shapes=HIDDEN_LIKE)
-    assert "a shape the tests keep hidden" in msg
+    assert msg.startswith("gpt2_params on a hidden test's input (another GPT-2-style shape) is "
+                          "not right")
     assert "d_model=1024" not in msg  # the hidden test's inputs are not shown either
     shows_none_of(msg, gpt2_right(**HIDDEN_LIKE[0]))
+
+
+@pytest.mark.parametrize("check, fn, inputs, start", [
+    (L1.check_embedding_share, lambda **s: (embedding_right(**s)[0], 0.5), dict(shapes=HIDDEN_LIKE),
+     "embedding_share on a hidden test's input (another GPT-2-style shape): the embedding share "
+     "is not right"),
+    (L1.check_block_parts, lambda d_model: {**blocks_right(d_model), "norms": 2 * d_model},
+     dict(d_models=[64]), "block_parts on a hidden test's input (another d_model): its 'norms' "
+     "is not right"),
+    (L1.check_doubling, lambda **s: (*doubling_right(**s)[:3], 2), dict(shapes=HIDDEN_LIKE),
+     "doubling on a hidden test's input (another GPT-2-style shape): model_deep is not right"),
+    (L1.check_spec_sheet_costs, lambda **c: {**costs_right(**c), "flops_per_token": 1},
+     dict(cards=[dict(n_layers=4, d_model=256, n_heads=4, d_vocab=5000, n_ctx=2048)]),
+     "spec_sheet_costs on a hidden test's input (another GPT-2-style card): its "
+     "'flops_per_token' is not right"),
+])
+def test_a_hidden_part_reads_cleanly(check, fn, inputs, start):
+    """A part of a hidden test's result is named after a colon (no index glued to the words
+    of the label), and the label is the same whatever the answer (records pair by it)."""
+    msg = fails(check, fn, **inputs)
+    assert msg.startswith(start), msg
+    assert not re.search(r"(input|\))\[", msg.split(" is not right")[0]), msg
+
+
+def test_a_visible_part_keeps_its_index():
+    msg = fails(L1.check_embedding_share, lambda **s: (embedding_right(**s)[0], 0.5))
+    assert msg.startswith("embedding_share(d_model=768, n_layers=12, d_vocab=50257, n_ctx=1024)"
+                          "[1], the embedding share is not right"), msg
 
 
 def test_calling_course_lib_counters_fails():

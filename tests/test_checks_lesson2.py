@@ -9,6 +9,7 @@ import math
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -384,14 +385,54 @@ def test_paper_mistakes(args, phrase):
 # --- test yourself -------------------------------------------------------------------------------------
 
 def test_tys_mistakes():
-    assert "handing over is the value's job" in fails(L2.check_tys1, {"query": "b", "key": "c", "value": "a"})
+    assert "another of the three vectors: reread the three bullets at the start of section 1" in \
+        fails(L2.check_tys1, {"query": "b", "key": "c", "value": "a"})
+    assert "position encodings" in fails(L2.check_tys1, {"query": "d", "key": "a", "value": "c"})
     assert "keys 'query', 'key' and 'value'" in fails(L2.check_tys1, ["b", "a", "c"])
     u, s = largest_right(256, 8, False), largest_right(256, 8, True)
     assert "module text's figure" in fails(L2.check_tys2, "b", 0.92, 0.34)
     assert "swapped" in fails(L2.check_tys2, "b", s, u)
     assert "softmax makes the weights sum to 1" in fails(L2.check_tys2, "a", u, s)
-    assert "diagonal stays visible" in fails(L2.check_tys3, "c", "b")
-    assert "training loss" in fails(L2.check_tys3, "a", "a")
+    assert "reread the start of section 3" in fails(L2.check_tys3, "c", "b")
+    assert "reread section 3's experiment" in fails(L2.check_tys3, "a", "a")
+
+
+# What a wrong option's hint may not say: the right option's sentence, or its key words.
+_GIVEAWAYS = {
+    "query": ("search", "looking for", "the query is"),
+    "key": ("offer", "advertis", "found", "the key is", "matched"),
+    "value": ("hands over", "hand over", "pass", "the value is"),
+}
+
+
+@pytest.mark.parametrize("name", ["query", "key", "value"])
+def test_tys1_hints_point_to_the_lesson_without_naming_the_answer(name):
+    """A wrong letter's hint sends the learner back to section 1; it does not say what the
+    asked vector does (the words of its sentence), so it cannot be read off the hint."""
+    right = {"query": "b", "key": "a", "value": "c"}
+    for letter in "abcde":
+        if letter == right[name]:
+            continue
+        answer = {**right, name: letter}
+        msg = fails(L2.check_tys1, answer).split("is not right:", 1)[1].lower()
+        assert not any(w in msg for w in _GIVEAWAYS[name]), (name, letter, msg)
+        assert L2.QKV_OPTIONS[right[name]] not in msg
+        if letter in "abc":
+            assert "section 1" in msg
+
+
+def test_tys3_hints_point_to_section_3_without_the_outcome():
+    """The hints for what goes wrong without the mask send the learner to section 3's
+    experiment; none says what the training loss or the generated tokens came to."""
+    for letter in "acd":
+        msg = fails(L2.check_tys3, "a", letter).split("is not right:", 1)[1].lower()
+        assert "section 3" in msg
+        assert not any(w in msg for w in ("tiny", "near zero", "almost", "low", "fail", "worse",
+                                          "wrong", "read the answer")), (letter, msg)
+    for letter in "bcd":
+        msg = fails(L2.check_tys3, letter, "b").split("is not right:", 1)[1].lower()
+        assert L2.MASK_DOES["a"].lower() not in msg
+        assert not any(w in msg for w in ("later", "future", "not yet written")), (letter, msg)
 
 
 
@@ -403,6 +444,37 @@ def test_tys2_figures_pass_rounded_or_drawn_another_way():
     L2.check_tys2("b", largest_other_draws(256, 8, False), largest_other_draws(256, 8, True))
     assert "Monte-Carlo error" in fails(L2.check_tys2, "b", u + 0.02, s)
     assert "Monte-Carlo error" in fails(L2.check_tys2, "b", u, s + 0.02)
+
+
+def _tys2_question() -> str:
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    (text,) = [c.source for c in nb.cells if c.cell_type == "markdown"
+               and c.source.lstrip().startswith("**2.**")]
+    return text
+
+
+@pytest.mark.parametrize("unscaled, scaled, which", [
+    (1, 2, "tys2_unscaled"), (2, 1, "tys2_scaled"), (0, 1, "tys2_unscaled"),
+])
+def test_tys2_coarse_rounding_says_give_two_decimals(unscaled, scaled, which):
+    """The question says two decimals will do, and they pass; a figure rounded to one decimal
+    (0.9 or 0.4 here) or the unscaled one to a whole number is told to give two decimals,
+    not that the measurement is wrong.  Arguments: decimals of each figure."""
+    assert "Two decimals will do" in _tys2_question()
+    u, s = largest_right(256, 8, False), largest_right(256, 8, True)
+    L2.check_tys2("b", round(u, 2), round(s, 2))
+    msg = fails(L2.check_tys2, "b", round(u, unscaled), round(s, scaled))
+    assert msg.startswith(f"{which} is not right: that looks rounded too far: give two decimals")
+    assert "Monte-Carlo error" in msg and "more than" not in msg
+    # the diagnoses of the known mistakes are kept
+    assert "module text's figure" in fails(L2.check_tys2, "b", 0.92, round(s, 2))
+    assert "swapped" in fails(L2.check_tys2, "b", round(s, 2), round(u, 2))
+
+
+def test_tys2_a_measurement_off_by_more_says_so():
+    u, s = largest_right(256, 8, False), largest_right(256, 8, True)
+    msg = fails(L2.check_tys2, "b", u, s + 0.03)
+    assert "give two decimals: this is off by more than Monte-Carlo error" in msg
 
 
 # --- the notebook's graded cells --------------------------------------------------------------------

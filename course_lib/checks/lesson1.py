@@ -21,7 +21,7 @@ from ..memory import kv_cache_bytes_per_sequence, weight_bytes
 from ..params import block_params, count_params
 from ..shapes import gpt2_shape
 from ..units import GB, GiB
-from . import CheckFailed, check_sealed, check_value, own_work
+from . import CheckFailed, check_sealed, check_value, on_hidden, own_work
 from .sealed import Sealed
 
 GPT2_SMALL = dict(d_model=768, n_layers=12, d_vocab=50257, n_ctx=1024)
@@ -32,6 +32,8 @@ GPT2_SMALL_CARD = dict(n_layers=12, d_model=768, n_heads=12, d_vocab=50257, n_ct
 
 _PUBLIC_INPUTS = (GPT2_SMALL, GPT2_SMALL_CARD, {"d_model": 768})
 """Inputs the notebook shows; a failure on any other input does not name it (hidden tests)."""
+_HIDDEN = on_hidden("")
+"""The words that mark a hidden test's label (" on a hidden test's input")."""
 
 COST_KEYS = ("params", "weight_bytes", "kv_cache_bytes", "flops_per_token")
 BLOCK_KEYS = ("attention", "feed_forward", "norms")
@@ -46,13 +48,30 @@ def _shape(d_model, n_layers=1, d_vocab=1, n_ctx=1, n_heads=1):
                       n_ctx=n_ctx)
 
 
+_HIDDEN_KINDS = {"block_parts": "another d_model", "spec_sheet_costs": "another GPT-2-style card"}
+"""How a hidden test's input is described, by function (default: another GPT-2-style shape)."""
+
+
 def _call(fn, name: str, shape: Mapping):
-    """``fn(**shape)`` through own_work, and a label such as ``gpt2_params(d_model=768, ...)``."""
+    """``fn(**shape)`` through own_work, and a label: ``gpt2_params(d_model=768, ...)`` for an
+    input the notebook shows; for a hidden test's input only the function and the kind of input
+    (:func:`~course_lib.checks.on_hidden`), e.g. ``gpt2_params on a hidden test's input
+    (another GPT-2-style shape)``.  The label depends on the input alone (records use it)."""
     if dict(shape) in _PUBLIC_INPUTS:
         label = f"{name}({', '.join(f'{k}={v}' for k, v in shape.items())})"
     else:  # a hidden test's shape: say which check failed, not what it tried
-        label = f"{name} on a shape the tests keep hidden"
+        label = on_hidden(name, _HIDDEN_KINDS.get(name, "another GPT-2-style shape"))
     return own_work(fn, **shape), label
+
+
+def _part(label: str, index: str, name: str = "") -> str:
+    """How a message names one part of a result: ``embedding_share(d_model=768, ...)[1], the
+    embedding share`` or ``block_parts(d_model=768)['norms']`` for a visible input; after a
+    hidden input's label, which ends in words, an index would read as part of them, so there it
+    is ``... (another GPT-2-style shape): the embedding share`` or ``...: its 'norms'``."""
+    if _HIDDEN in label:
+        return f"{label}: {name or 'its ' + index.strip('[]')}"
+    return f"{label}{index}" + (f", {name}" if name else "")
 
 
 def _numbers(result, n: int, what: str, names: str) -> tuple:
@@ -157,7 +176,7 @@ def check_embedding_share(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None
         d, V, n = shape["d_model"], shape["d_vocab"], shape["n_ctx"]
         c = count_params(_shape(**shape))
         tok, pos, total = V * d, n * d, c.total
-        check_value(params, c.embedding, what=f"{label}[0], the embedding parameters",
+        check_value(params, c.embedding, what=_part(label, "[0]", "the embedding parameters"),
                     integer=True, mistakes={
                         "the position embedding (n_ctx × d_model) is missing": tok,
                         "the token embedding (d_vocab × d_model) is missing": pos,
@@ -166,7 +185,7 @@ def check_embedding_share(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None
                     })
         E = c.embedding
         with _builds_on("gpt2_params"):
-            check_value(share, E / total, what=f"{label}[1], the embedding share", rel=1e-9,
+            check_value(share, E / total, what=_part(label, "[1]", "the embedding share"), rel=1e-9,
                         mistakes={
                             "the position embedding is missing from the share": tok / total,
                             "that is embeddings ÷ the rest of the model: divide by all the "
@@ -185,7 +204,7 @@ def check_block_parts(fn, d_models: Sequence[int] = (768,)) -> None:
         result, label = _call(fn, "block_parts", {"d_model": d})
         got = _keyed(result, BLOCK_KEYS, label)
         expected = block_params(_shape(d))
-        check_value(got["attention"], expected["attention"], what=f"{label}['attention']",
+        check_value(got["attention"], expected["attention"], what=_part(label, "['attention']"),
                     integer=True, mistakes={
                         "the biases are missing (Q, K, V and the output projection each have "
                         "one of d_model)": 4 * d * d,
@@ -195,7 +214,7 @@ def check_block_parts(fn, d_models: Sequence[int] = (768,)) -> None:
                         "the K and V projections are missing": 2 * d * d + 2 * d,
                     })
         check_value(got["feed_forward"], expected["feed_forward"],
-                    what=f"{label}['feed_forward']", integer=True, mistakes={
+                    what=_part(label, "['feed_forward']"), integer=True, mistakes={
                         "the biases are missing (4·d_model after the first matrix, d_model "
                         "after the second)": 8 * d * d,
                         "the feed-forward layer is 4·d_model wide in GPT-2, not d_model":
@@ -207,7 +226,7 @@ def check_block_parts(fn, d_models: Sequence[int] = (768,)) -> None:
                             8 * d * d + 2 * d,
                         "only one of the two matrices is counted": 4 * d * d + 4 * d,
                     })
-        check_value(got["norms"], expected["norms"], what=f"{label}['norms']", integer=True,
+        check_value(got["norms"], expected["norms"], what=_part(label, "['norms']"), integer=True,
                     mistakes={
                         "a GPT-2 block has two LayerNorms (before attention and before the "
                         "feed-forward layer), each with a weight and a bias of d_model": 2 * d,
@@ -231,7 +250,7 @@ def check_ff_shares(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
         ff, attn, block = b["feed_forward"], b["attention"], b["total"]
         total = count_params(_shape(**shape)).total
         tok = shape["d_vocab"] * d
-        check_value(block_share, ff / block, what=f"{label}[0], the share of a block", rel=1e-9,
+        check_value(block_share, ff / block, what=_part(label, "[0]", "the share of a block"), rel=1e-9,
                     mistakes={
                         "2/3 is the share of the weight matrices alone (8·d² of 12·d²); with "
                         "biases and LayerNorms it is a little different: use your counts":
@@ -243,7 +262,7 @@ def check_ff_shares(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
                         "of one block": L * ff / total,
                         **_not_rounded(ff / block),
                     })
-        check_value(model_share, L * ff / total, what=f"{label}[1], the share of the model",
+        check_value(model_share, L * ff / total, what=_part(label, "[1]", "the share of the model"),
                     rel=1e-9, mistakes={
                         "that is the share of one block: the model also holds the "
                         "embeddings, so the feed-forward share of the model is smaller": ff / block,
@@ -275,25 +294,25 @@ def check_doubling(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
 
         bw, bd = blocks(2 * d, L) / blocks(d, L), blocks(d, 2 * L) / blocks(d, L)
         mw, md = model(2 * d, L) / model(d, L), model(d, 2 * L) / model(d, L)
-        check_value(got[0], bw, what=f"{label}[0], blocks_wide", rel=1e-9, mistakes={
+        check_value(got[0], bw, what=_part(label, "[0]", "blocks_wide"), rel=1e-9, mistakes={
             "4 is the ratio of the d_model² terms alone; biases and LayerNorms grow only with "
             "d_model, so compute the ratio from your exact counts": 4,
             "doubling d_model doubles both sides of each d_model × d_model matrix": 2,
             "block parameters grow with d_model², not d_model³": 8,
             "that is the whole model's growth; the first number is the blocks'": mw,
         })
-        check_value(got[1], bd, what=f"{label}[1], blocks_deep", rel=1e-9, mistakes={
+        check_value(got[1], bd, what=_part(label, "[1]", "blocks_deep"), rel=1e-9, mistakes={
             "one block keeps its size, but there are twice as many blocks": 1,
             "doubling the layers adds blocks; it does not widen them": 4,
             "that is the whole model's growth; the second number is the blocks'": md,
         })
-        check_value(got[2], mw, what=f"{label}[2], model_wide", rel=1e-9, mistakes={
+        check_value(got[2], mw, what=_part(label, "[2]", "model_wide"), rel=1e-9, mistakes={
             "that is the blocks' growth: the embeddings grow only with d_model, so the "
             "whole model grows less": bw,
             "4 is the growth of the d_model² terms; the embeddings only double": 4,
             "the blocks grow by about 4, not 2; only the embeddings double": 2,
         })
-        check_value(got[3], md, what=f"{label}[3], model_deep", rel=1e-9, mistakes={
+        check_value(got[3], md, what=_part(label, "[3]", "model_deep"), rel=1e-9, mistakes={
             "the embeddings and the final LayerNorm do not grow with the layers, so the whole "
             "model grows by less than 2": 2,
             "one block keeps its size, but there are twice as many blocks": 1,
@@ -515,10 +534,10 @@ def check_spec_sheet_costs(fn, cards: Sequence[Mapping] = (GPT2_SMALL_CARD,)) ->
         L, d, h, V, n = (card[k] for k in ("n_layers", "d_model", "n_heads", "d_vocab", "n_ctx"))
         s = _shape(d, L, V, n, n_heads=h)
         params = count_params(s).total
-        check_value(got["params"], params, what=f"{label}['params']", integer=True,
+        check_value(got["params"], params, what=_part(label, "['params']"), integer=True,
                     mistakes=gpt2_param_mistakes(d, L, V, n))
         wb = weight_bytes(s, "fp16")
-        check_value(got["weight_bytes"], wb, what=f"{label}['weight_bytes']", rel=1e-9,
+        check_value(got["weight_bytes"], wb, what=_part(label, "['weight_bytes']"), rel=1e-9,
                     mistakes={
                         "that is the number of parameters: each takes 2 bytes in 16-bit": params,
                         "that is 32-bit (4 bytes a parameter); the question asks for 16-bit":
@@ -531,7 +550,7 @@ def check_spec_sheet_costs(fn, cards: Sequence[Mapping] = (GPT2_SMALL_CARD,)) ->
                             2 * (params - n * d),
                     })
         kv = kv_cache_bytes_per_sequence(s, n, "fp16")
-        check_value(got["kv_cache_bytes"], kv, what=f"{label}['kv_cache_bytes']", rel=1e-9,
+        check_value(got["kv_cache_bytes"], kv, what=_part(label, "['kv_cache_bytes']"), rel=1e-9,
                     mistakes={
                         "a factor 2 is missing: the cache holds a key and a value per token "
                         "per layer, and each number takes 2 bytes in 16-bit": kv / 2,
@@ -546,7 +565,7 @@ def check_spec_sheet_costs(fn, cards: Sequence[Mapping] = (GPT2_SMALL_CARD,)) ->
                     })
         flops = forward_flops_per_token(s, n)
         macs_head, macs_attn = d * V, 2 * L * n * d
-        check_value(got["flops_per_token"], flops, what=f"{label}['flops_per_token']", rel=1e-9,
+        check_value(got["flops_per_token"], flops, what=_part(label, "['flops_per_token']"), rel=1e-9,
                     mistakes={
                         "that is multiply-adds; FLOPs = 2 × multiply-adds": flops / 2,
                         "the output head (d_model × d_vocab multiply-adds) is missing":
