@@ -280,7 +280,7 @@ def watch_calls(found: list, files: Mapping[str, object] | None = None,
             code = frame.f_code
             if code in codes:
                 found.append(codes[code])
-            elif code.co_filename in watched:
+            elif code.co_filename in watched and code.co_name != "<module>":  # not an import
                 names = watched[code.co_filename]
                 if names is None or code.co_name in names:
                     found.append(f"{os.path.basename(code.co_filename)[:-3]}.{code.co_name}")

@@ -13,7 +13,6 @@ functions take several (the notebook's hidden tests pass shapes the learner has 
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import Mapping, Sequence
 
 from ..flops import forward_flops_per_token
@@ -21,7 +20,8 @@ from ..memory import kv_cache_bytes_per_sequence, weight_bytes
 from ..params import block_params, count_params
 from ..shapes import gpt2_shape
 from ..units import GB, GiB
-from . import CheckFailed, check_sealed, check_value, on_hidden, own_work
+from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_sealed, check_value,
+               on_hidden, own_work)
 from .sealed import Sealed
 
 GPT2_SMALL = dict(d_model=768, n_layers=12, d_vocab=50257, n_ctx=1024)
@@ -72,44 +72,6 @@ def _part(label: str, index: str, name: str = "") -> str:
     if _HIDDEN in label:
         return f"{label}: {name or 'its ' + index.strip('[]')}"
     return f"{label}{index}" + (f", {name}" if name else "")
-
-
-def _numbers(result, n: int, what: str, names: str) -> tuple:
-    """``result`` as a tuple of ``n`` values, or CheckFailed saying what to return."""
-    if not isinstance(result, (tuple, list)) or len(result) != n:
-        raise CheckFailed(f"{what}: return {n} numbers, ({names}), "
-                          f"got {type(result).__name__} {result!r:.60}")
-    return tuple(result)
-
-
-def _keyed(result, keys: Sequence[str], what: str) -> dict:
-    """``result`` as a dict with exactly the keys needed, or CheckFailed naming them."""
-    if not isinstance(result, Mapping):
-        raise CheckFailed(f"{what}: return a dict with keys {', '.join(map(repr, keys))}, "
-                          f"got {type(result).__name__}")
-    missing = [k for k in keys if k not in result]
-    if missing:
-        raise CheckFailed(f"{what}: the dict is missing {', '.join(map(repr, missing))} "
-                          f"(it needs {', '.join(map(repr, keys))})")
-    return dict(result)
-
-
-_GENERIC = ("too large", "too small", "you returned 0", "its sign is wrong")
-"""Phrases of the generic size hint (no named mistake matched)."""
-
-
-@contextmanager
-def _builds_on(*names: str):
-    """Add a pointer to the earlier exercises an answer builds on when a failure inside is
-    not a named mistake: a wrong ``gpt2_params`` shows up again in every share built on it."""
-    try:
-        yield
-    except CheckFailed as e:
-        msg = str(e)
-        if any(p in msg for p in _GENERIC):
-            msg += (f" If this uses your {' or '.join(names)}, make sure "
-                    f"{'its test passes' if len(names) == 1 else 'their tests pass'} first.")
-        raise CheckFailed(msg) from None
 
 
 def _not_rounded(expected: float) -> dict:
@@ -172,7 +134,7 @@ def check_embedding_share(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None
     token and position tables of a GPT-2 shape, and their fraction of all parameters."""
     for shape in shapes:
         result, label = _call(fn, "embedding_share", shape)
-        params, share = _numbers(result, 2, label, "embedding parameters, share of the model")
+        params, share = as_tuple(result, 2, label, "embedding parameters, share of the model")
         d, V, n = shape["d_model"], shape["d_vocab"], shape["n_ctx"]
         c = count_params(_shape(**shape))
         tok, pos, total = V * d, n * d, c.total
@@ -184,7 +146,7 @@ def check_embedding_share(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None
                         "second table": 2 * tok + pos,
                     })
         E = c.embedding
-        with _builds_on("gpt2_params"):
+        with builds_on("gpt2_params"):
             check_value(share, E / total, what=_part(label, "[1]", "the embedding share"), rel=1e-9,
                         mistakes={
                             "the position embedding is missing from the share": tok / total,
@@ -202,7 +164,7 @@ def check_block_parts(fn, d_models: Sequence[int] = (768,)) -> None:
     GPT-2 block's parameters by part (d_ff = 4·d_model, biases and two LayerNorms)."""
     for d in d_models:
         result, label = _call(fn, "block_parts", {"d_model": d})
-        got = _keyed(result, BLOCK_KEYS, label)
+        got = as_keyed(result, BLOCK_KEYS, label)
         expected = block_params(_shape(d))
         check_value(got["attention"], expected["attention"], what=_part(label, "['attention']"),
                     integer=True, mistakes={
@@ -236,14 +198,14 @@ def check_block_parts(fn, d_models: Sequence[int] = (768,)) -> None:
                     })
 
 
-@_builds_on("block_parts", "gpt2_params")
+@builds_on("block_parts", "gpt2_params")
 def check_ff_shares(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
     """Check ``fn(d_model, n_layers, d_vocab, n_ctx) -> (share of a block, share of the model)``:
     the feed-forward layers' fraction of one block and of all parameters (exact, with biases
     and norms)."""
     for shape in shapes:
         result, label = _call(fn, "ff_shares", shape)
-        block_share, model_share = _numbers(result, 2, label,
+        block_share, model_share = as_tuple(result, 2, label,
                                             "share of a block, share of the model")
         d, L = shape["d_model"], shape["n_layers"]
         b = block_params(_shape(d))
@@ -275,7 +237,7 @@ def check_ff_shares(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
                     })
 
 
-@_builds_on("block_parts", "gpt2_params")
+@builds_on("block_parts", "gpt2_params")
 def check_doubling(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
     """Check ``fn(d_model, n_layers, d_vocab, n_ctx) -> (blocks_wide, blocks_deep, model_wide,
     model_deep)``: how many times the parameters of all blocks, and of the whole model, grow
@@ -283,7 +245,7 @@ def check_doubling(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
     names = "blocks_wide, blocks_deep, model_wide, model_deep"
     for shape in shapes:
         result, label = _call(fn, "doubling", shape)
-        got = _numbers(result, 4, label, names)
+        got = as_tuple(result, 4, label, names)
         d, L = shape["d_model"], shape["n_layers"]
 
         def blocks(d_, L_):
@@ -499,7 +461,7 @@ TYS3_LAYERS = Sealed(
 )
 
 
-@_builds_on("gpt2_params", "embedding_share")
+@builds_on("gpt2_params", "embedding_share")
 def check_tys1(params_millions, embedding_percent) -> None:
     """Test-yourself 1: GPT-2 small's parameters (millions, about) and embedding share (%)."""
     check_sealed(params_millions, TYS1_PARAMS)
@@ -522,7 +484,7 @@ def check_tys3(width_factor, layers_factor) -> None:
 
 # --- recap: the three costs of a spec sheet --------------------------------------------------
 
-@_builds_on("gpt2_params")
+@builds_on("gpt2_params")
 def check_spec_sheet_costs(fn, cards: Sequence[Mapping] = (GPT2_SMALL_CARD,)) -> None:
     """Check ``fn(n_layers, d_model, n_heads, d_vocab, n_ctx) -> {"params", "weight_bytes",
     "kv_cache_bytes", "flops_per_token"}`` for GPT-2-style cards: parameters, bytes of 16-bit
@@ -530,7 +492,7 @@ def check_spec_sheet_costs(fn, cards: Sequence[Mapping] = (GPT2_SMALL_CARD,)) ->
     (= 2 × multiply-adds) for one token attending to n_ctx positions."""
     for card in cards:
         result, label = _call(fn, "spec_sheet_costs", card)
-        got = _keyed(result, COST_KEYS, label)
+        got = as_keyed(result, COST_KEYS, label)
         L, d, h, V, n = (card[k] for k in ("n_layers", "d_model", "n_heads", "d_vocab", "n_ctx"))
         s = _shape(d, L, V, n, n_heads=h)
         params = count_params(s).total

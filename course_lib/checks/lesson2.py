@@ -22,16 +22,13 @@ Inputs are drawn from their own ``torch.Generator`` so the notebook's random sta
 from __future__ import annotations
 
 import math
-import os
-import sys
-from contextlib import contextmanager
 from functools import lru_cache
 from typing import Mapping, Sequence
 
 from . import check_sealed
 from .sealed import Sealed
 from . import (CheckFailed, _as_number, check_choice, check_close, check_equal, check_value,
-               is_shown, on_hidden, own_work, withheld)
+               is_shown, on_hidden, own_work, watch_calls, withheld)
 
 # --- the lesson's fixed figures (inputs, not answers) -----------------------------------------
 
@@ -75,39 +72,13 @@ THRESHOLD = 0.5
 
 # --- no shortcuts ----------------------------------------------------------------------------
 
-_LIB = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SHORTCUTS = {os.path.join(_LIB, "attention.py"): None,          # any function there
-              os.path.join(_LIB, "tiled_attention.py"): None,
-              os.path.join(_LIB, "tasks.py"): {"previous_token_score", "induction_score",
-                                               "head_scores"}}
+_SHORTCUTS = {"attention.py": None,          # any function there
+              "tiled_attention.py": None,
+              "tasks.py": {"previous_token_score", "induction_score", "head_scores"}}
+"""course_lib files (and functions) whose code computes an exercise's answer."""
 _C_SHORTCUTS = {"scaled_dot_product_attention", "_scaled_dot_product_attention_math",
                 "multi_head_attention_forward"}
-
-
-@contextmanager
-def _watch_shortcuts(found: list):
-    """Record calls into course_lib's attention and head scores, and torch's fused attention
-    (chained with any profiler already set).  The watched modules are imported first, so that
-    a first use inside ``fn`` is reported as the function it calls, not as the import's code."""
-    from .. import attention, tasks, tiled_attention  # noqa: F401  (imported, not watched)
-    previous = sys.getprofile()
-
-    def profiler(frame, event, arg):
-        if event == "call":
-            names = _SHORTCUTS.get(frame.f_code.co_filename, ())
-            if names is None or frame.f_code.co_name in names:
-                found.append(f"course_lib.{os.path.basename(frame.f_code.co_filename)[:-3]}."
-                             f"{frame.f_code.co_name}")
-        elif event == "c_call" and getattr(arg, "__name__", None) in _C_SHORTCUTS:
-            found.append(f"torch's {arg.__name__}")
-        if previous is not None:
-            previous(frame, event, arg)
-
-    sys.setprofile(profiler)
-    try:
-        yield
-    finally:
-        sys.setprofile(previous)
+"""torch's fused attention kernels."""
 
 
 def _own(fn, label: str, *args, shortcuts: bool = True, shown: bool = True, **kwargs):
@@ -118,7 +89,7 @@ def _own(fn, label: str, *args, shortcuts: bool = True, shown: bool = True, **kw
     found: list = []
     try:
         if shortcuts:
-            with _watch_shortcuts(found):
+            with watch_calls(found, _SHORTCUTS, c_functions=_C_SHORTCUTS):
                 result = own_work(fn, *args, **kwargs)
         else:
             result = own_work(fn, *args, **kwargs)
@@ -128,7 +99,8 @@ def _own(fn, label: str, *args, shortcuts: bool = True, shown: bool = True, **kw
         text = e if shown else withheld(e)
         raise CheckFailed(f"{label} raised {type(e).__name__}: {text}") from None
     if found:
-        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls {found[0]}, which "
+        where = found[0] if found[0].startswith("torch's") else f"course_lib.{found[0]}"
+        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls {where}, which "
                           "computes this answer: write it yourself, then compare with it")
     return result
 
