@@ -1,6 +1,6 @@
 """Grading throughput: ``course_tools.grade`` with ``--jobs 1`` against ``--jobs 2``.
 
-    .venv/bin/python benchmarks/grade_jobs.py [--students 16] [--assignment lesson1] [--jobs 1 2]
+    .venv/bin/python benchmarks/grade_jobs.py [--students 32] [--assignment lesson1] [--jobs 1 2]
 
 Method: a class of N students is written from the assignment's own notebooks (the model
 answer, the blank release, each pack of plausible wrong answers of
@@ -58,7 +58,7 @@ def build_class(assignment: str, n: int, root: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--students", type=int, default=16)
+    parser.add_argument("--students", type=int, default=32)  # the fixed cost shrinks next to a class
     parser.add_argument("--assignment", default="lesson1")
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args(argv)
