@@ -67,7 +67,8 @@ from .intake import (INVALID_JSON, INVALID_NOTEBOOK, MISNAMED, MISSING, USABLE,
                      copy_extra_files, inspect_submission)
 from .jobs import Job, run_all
 from .preprocessors import role
-from .scoring import JobFacts, ReferenceError_, cell_label, reference_records, score_cells
+from .scoring import (OVERRULED, JobFacts, ReferenceError_, cell_label, reference_records,
+                      score_cells)
 
 GRADED, BLANK = USABLE, "blank"
 TIMEOUT, KERNEL_DIED = "timeout", "kernel_died"
@@ -540,6 +541,11 @@ def _print_report(grading: Grading, out: Path, ignored: list[str], echo) -> None
     ran = [r for r in grading if r.seconds]
     lines += ["", f"{len({r.student for r in grading})} student(s), {len(grading)} row(s): "
               + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))]
+    overruled = sorted(f"{r.student}/{r.assignment}" for r in grading
+                       if any(OVERRULED in n for n in r.notes))
+    if overruled:  # worth a look: checks changed or disabled in the notebook
+        lines.append(f"test cells that passed in the notebook but not the grader's comparison: "
+                     f"{', '.join(overruled)}")
     per_min = 60 * len(grading) / grading.seconds if grading.seconds else 0.0
     lines.append(f"throughput: {len(grading)} submissions in {grading.seconds:.1f} s with "
                  f"{grading.jobs} job(s) = {per_min:.1f} submissions/minute (the whole run; "

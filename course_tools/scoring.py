@@ -38,6 +38,11 @@ MISMATCH = ("the checks in this test did not report the results the grader expec
             "itself, undo that and run the test again")
 
 
+OVERRULED = "passed in the notebook but not the grader's comparison"
+"""Said (in a student's detail and the report) of test cells that raised nothing in the kernel
+but whose check records did not match the model answer's."""
+
+
 class ReferenceError_(RuntimeError):
     """The model answer does not pass its own tests (the grading cannot be trusted)."""
 
@@ -159,9 +164,8 @@ def score_cells(facts: JobFacts, tests: list[tuple[str, str, float]], reference:
                                 redact(message, hidden), note))
     answers, notes = {}, []
     if overruled:  # the kernel said pass, the values said no: worth the instructor's look
-        notes.append(f"{', '.join(overruled)} passed in the notebook but not the grader's "
-                     "comparison of the checks' results (a check, a comparison function or a "
-                     "test changed?)")
+        notes.append(f"{', '.join(overruled)} {OVERRULED} of the checks' results (a check, a "
+                     "comparison function or a test changed?)")
     for (nb, key), e in facts.cells.items():
         if e.get("cut") and e.get("role") != "test":
             notes.append(f"the output of {cell_label(e)} was cut (too long)")

@@ -62,3 +62,6 @@ def test_disarmed_checks_earn_nothing(graded):
     assert f"{', '.join(lost)} passed in the notebook but not the grader's comparison" in \
         hostile["detail"], hostile["detail"]
     assert "passed in the notebook" not in honest["detail"], honest["detail"]
+    summary = next(ln for ln in graded.report.splitlines()
+                   if ln.startswith("test cells that passed in the notebook but not"))
+    assert f"{DISARMED}/{graded.case.name}" in summary and "wrong-1/" not in summary, summary
