@@ -306,6 +306,9 @@ def _finish_job(job: Job, src: _Source, reference: dict, settings: dict, report:
             status, sentence = BLANK, blank
     report.status = status
     report.notes += notes
+    if report.answer_errors and status == GRADED:  # a test may pass all the same
+        report.notes.append(f"answer cell(s) {', '.join(report.answer_errors)} raised an error "
+                            "(see the feedback)")
     report.nbgrader_scores = {k: v[0] for k, v in (job.result() or {}).get(
         "nbgrader_scores", {}).items()}
     report.score = sum(c.score for c in report.cells)

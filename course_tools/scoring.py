@@ -38,6 +38,9 @@ MISMATCH = ("the checks in this test did not report the results the grader expec
             "itself, undo that and run the test again")
 
 
+_OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "Cannot allocate memory")
+"""How numpy, torch and the OS say an allocation failed (past ``--memory-limit``)."""
+
 OVERRULED = "passed in the notebook but not the grader's comparison"
 """Said (in a student's detail and the report) of test cells that raised nothing in the kernel
 but whose check records did not match the model answer's."""
@@ -179,6 +182,9 @@ def score_cells(facts: JobFacts, tests: list[tuple[str, str, float]], reference:
             text = "\n".join(x for x in (_timeout_words(e, cell_timeout), text) if x)
         elif e.get("status") == "dead":
             text = "the kernel died while this cell ran"
+        if text and any(m in text for m in _OUT_OF_MEMORY):
+            text += ("\n(the grader limits the memory a notebook may use: this cell asked for "
+                     "more)")
         if text:
             answers[key] = redact(text, hidden)
     return cells, answers, notes

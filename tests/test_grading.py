@@ -302,7 +302,8 @@ def test_a_cell_past_the_memory_limit_fails_alone(mini_graded):
     assert mini_graded.cell_scores("memory-hog") == {
         "t-double": (2, 2), "t-square": (0, 3), "t-both": (0, 1)}
     text = (mini_graded.out / "feedback" / "memory-hog" / "mini.md").read_text()
-    assert "MemoryError" in text, text
+    assert "MemoryError" in text and "limits the memory a notebook may use" in text, text
+    assert row["detail"] == "answer cell(s) q-square raised an error (see the feedback)", row
 
 
 def test_nearly_blank_submissions(mini_graded):
