@@ -135,13 +135,16 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def tree_digest(root: Path) -> dict[str, str]:
-    """``{relative path: sha256}`` of every file under ``root`` (empty if it is missing)."""
+def tree_digest(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """``{relative path: sha256}`` of every file under ``root`` (empty if it is missing),
+    leaving out paths with a part named in ``skip`` (e.g. ``__pycache__``)."""
     root = Path(root)
     if not root.is_dir():
         return {}
     out = {}
     for p in sorted(root.rglob("*")):
+        if skip and any(part in skip for part in p.relative_to(root).parts):
+            continue
         if p.is_symlink():  # never follow a link out of the folder (or into /dev/zero)
             out[str(p.relative_to(root))] = "link:" + os.readlink(p)
         elif p.is_file():
@@ -388,7 +391,8 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     _prepare_out(out, submissions, course)
     source, release = course_dirs(course)
     guarded = [course / "nbgrader_config.py", *(course / source / n for n in names)]
-    before = {"submissions": tree_digest(submissions), "course": _digest_paths(guarded)}
+    before = {"submissions": tree_digest(submissions), "course": _digest_paths(guarded),
+              "course_lib": course_lib_digest()}
     root = out / "course"
     root.mkdir()
     if (course / "nbgrader_config.py").is_file():
@@ -488,7 +492,8 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
         if not r.detail and r.notes:
             r.detail = "; ".join(r.notes)
 
-    after = {"submissions": tree_digest(submissions), "course": _digest_paths(guarded)}
+    after = {"submissions": tree_digest(submissions), "course": _digest_paths(guarded),
+             "course_lib": course_lib_digest()}
     problems = [f"{what} changed during grading ({', '.join(sorted(_changed(before[what], after[what])))[:300]})"
                 for what in before if before[what] != after[what]]
     if gradebook_definition(db) != definition:
@@ -511,6 +516,16 @@ def _digest_paths(paths: list[Path]) -> dict[str, str]:
         else:
             out.update({f"{p}/{k}": v for k, v in tree_digest(p).items()})
     return out
+
+
+def course_lib_digest() -> dict[str, str]:
+    """:func:`tree_digest` of the course_lib package the kernels import (byte-code caches
+    aside): learner code could rewrite it, and every later kernel, another student's or the
+    model answer's, would run the change.  The command cannot prevent that (no sandbox); it
+    says so if it happened."""
+    import course_lib
+
+    return tree_digest(Path(course_lib.__file__).resolve().parent, skip=("__pycache__",))
 
 
 def _changed(a: dict, b: dict) -> set[str]:
@@ -560,8 +575,8 @@ def _print_report(grading: Grading, out: Path, ignored: list[str], echo) -> None
     if grading.problems:
         lines += [f"WARNING: {p}" for p in grading.problems]
     else:
-        lines.append("verified: the submissions, the graded assignments' source and the "
-                     "gradebook's assignment definition are unchanged")
+        lines.append("verified: the submissions, the graded assignments' source, course_lib "
+                     "and the gradebook's assignment definition are unchanged")
     lines.append(f"grades: {out / 'grades.csv'}  feedback: {out / 'feedback'}/  "
                  f"logs: {out / 'logs'}/  gradebook: {out / 'course' / 'gradebook.db'}")
     (out / "report.txt").write_text("\n".join(lines) + "\n")

@@ -181,9 +181,31 @@ def test_grading_leaves_submissions_untouched(graded):
     assert d["before"]["submissions"] == d["after"]["submissions"]
     assert d["before"]["submissions"], "no submissions were hashed"
     # the command checks it too, with the gradebook's assignment definition
-    assert "verified: the submissions, the graded assignments' source and the gradebook's " \
-           "assignment definition are unchanged" in graded.report
+    assert "verified: the submissions, the graded assignments' source, course_lib and the " \
+           "gradebook's assignment definition are unchanged" in graded.report
     assert "WARNING" not in graded.report
+
+
+def test_course_lib_changes_are_seen_but_not_its_byte_code(tmp_path, monkeypatch):
+    """A kernel could rewrite course_lib, which every later kernel imports: the command hashes
+    it before and after (byte-code caches that kernels write aside)."""
+    import types
+
+    from course_tools import grade as G
+
+    pkg = tmp_path / "course_lib"
+    (pkg / "checks").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "checks" / "records.py").write_text("def same_record(a, b):\n    return a == b\n")
+    monkeypatch.setitem(sys.modules, "course_lib",
+                        types.SimpleNamespace(__file__=str(pkg / "__init__.py")))
+    before = G.course_lib_digest()
+    assert sorted(before) == ["__init__.py", "checks/records.py"]
+    (pkg / "checks" / "__pycache__").mkdir()
+    (pkg / "checks" / "__pycache__" / "records.cpython-311.pyc").write_bytes(b"\0")
+    assert G.course_lib_digest() == before
+    (pkg / "checks" / "records.py").write_text("def same_record(a, b):\n    return True\n")
+    assert G._changed(before, G.course_lib_digest()) == {"checks/records.py"}
 
 
 def test_nbgrader_and_the_grader_agree_on_honest_submissions(graded):
