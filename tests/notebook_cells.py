@@ -5,11 +5,12 @@ import re
 import nbformat
 
 
-def graded_cells(path, check_call: re.Pattern):
+def graded_cells(path, check_call: re.Pattern, tests_without_answer=()):
     """Read a source notebook and assert its nbgrader structure: no outputs or execution
     counts; answer cells ``q-…`` with a solution block; test cells ``t-…`` with points, whose
     visible part and whole source each end in a call matching ``check_call`` (a check or an
-    assert, never a bare value nbgrader would read as a score); one test cell per answer cell.
+    assert, never a bare value nbgrader would read as a score); one test cell per answer cell,
+    besides ``tests_without_answer`` (names without ``t-``: tests of an earlier answer).
 
     Returns ``(notebook, answer names, {test name: points})`` with the ``q-``/``t-`` cut off.
     """
@@ -31,5 +32,6 @@ def graded_cells(path, check_call: re.Pattern):
                 last = ast.parse(part).body[-1]
                 assert check_call.match(ast.get_source_segment(part, last)), gid
             tests[gid[2:]] = meta["points"]
-    assert answers == set(tests), "each q- answer cell has its t- test cell"
+    assert answers == set(tests) - set(tests_without_answer), \
+        "each q- answer cell has its t- test cell"
     return nb, answers, tests

@@ -7,7 +7,6 @@ solutions/capstone/capstone.ipynb); tests/test_capstone_cards.py checks course_l
 the checks compare against, against transformers."""
 from __future__ import annotations
 
-import ast
 import math
 import re
 from pathlib import Path
@@ -16,6 +15,7 @@ import nbformat
 import pytest
 
 import course_lib as cl
+from notebook_cells import graded_cells
 from course_lib.checks import CheckFailed
 from course_lib.checks import capstone as C
 from course_lib.checks.sealed import judge
@@ -435,26 +435,11 @@ def test_recap_mistakes():
 # --- the notebook --------------------------------------------------------------------------------
 
 def test_notebook_grading_cells_are_well_formed():
-    answers, tests = set(), {}
-    for cell in SOURCE.cells:
-        assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
-        meta = cell.metadata.get("nbgrader")
-        if not meta:
-            continue
-        gid = meta["grade_id"]
-        assert cell.id == gid
-        if meta["solution"]:
-            assert gid.startswith("q-") and "### BEGIN SOLUTION" in cell.source
-            answers.add(gid)
-        elif meta["grade"]:
-            assert gid.startswith("t-") and meta["points"] > 0
-            for part in (cell.source.split("### BEGIN HIDDEN TESTS")[0], cell.source):
-                last = ast.parse(part).body[-1]
-                assert isinstance(last, ast.Expr) and isinstance(last.value, ast.Call), gid
-            tests[gid] = meta["points"]
-    assert {"q-size-card", "q-servable", "q-walkaway", "q-recap"} <= answers
-    assert {"t-size-card", "t-size-card-unseen", "t-servable", "t-walkaway", "t-recap", "t-paper",
-            "t-copy", "t-tiled", "t-gqa", "t-experts"} == set(tests)
+    _, answers, tests = graded_cells(NOTEBOOK, re.compile(r"^capstone\.check_\w+\("),
+                                     tests_without_answer=["size-card-unseen"])
+    assert {"size-card", "servable", "walkaway", "recap"} <= answers
+    assert {"size-card", "size-card-unseen", "servable", "walkaway", "recap", "paper", "copy",
+            "tiled", "gqa", "experts"} == set(tests)
 
 
 def test_hidden_cards_stay_out_of_the_release():
