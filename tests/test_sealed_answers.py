@@ -23,7 +23,6 @@ import contextlib
 import io
 import json
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +30,7 @@ import nbformat
 import pytest
 
 import course_lib
-from course_lib.checks import records
+from course_lib.checks import records, watch_calls
 from test_no_leaks import _forms
 from wrong_answers import strip_solution_markers
 
@@ -42,7 +41,6 @@ REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = sorted(p.parent.name for p in (REPO / "solutions").glob("*/*.ipynb")
                      if p.stem == p.parent.name)
 LIB = Path(course_lib.__file__).resolve().parent
-CHECKS_DIR = str(LIB / "checks") + os.sep
 PREFIX = "COURSE-CHECK-RECORD "
 
 
@@ -52,7 +50,7 @@ class FixedCall:
     call: str
     records: list = field(default_factory=list)
     error: str = ""
-    used: set = field(default_factory=set)
+    used: list = field(default_factory=list)
 
 
 def _code(cell) -> str:
@@ -64,24 +62,9 @@ def _is_check(fn) -> bool:
     return callable(fn) and (getattr(fn, "__module__", "") or "").startswith("course_lib.checks")
 
 
-@contextlib.contextmanager
-def _lib_calls(used: set):
-    """Record calls into course_lib outside course_lib/checks."""
-    lib, previous = str(LIB) + os.sep, sys.getprofile()
-
-    def profiler(frame, event, arg):
-        if event == "call":
-            f = frame.f_code.co_filename
-            if f.startswith(lib) and not f.startswith(CHECKS_DIR):
-                used.add(f"{Path(f).relative_to(LIB)}:{frame.f_code.co_name}")
-        if previous is not None:
-            previous(frame, event, arg)
-
-    sys.setprofile(profiler)
-    try:
-        yield
-    finally:
-        sys.setprofile(previous)
+def _lib_calls(used: list):
+    """Record calls into course_lib outside course_lib/checks (its top-level modules)."""
+    return watch_calls(used, dict.fromkeys(p.name for p in LIB.glob("*.py")))
 
 
 def _fixed_call(node: ast.stmt, ns: dict) -> bool:
@@ -189,7 +172,7 @@ def test_every_fixed_answer_is_sealed(name, monkeypatch):
                                     f"source as {form}")
         if fc.used:
             problems.append(f"{where} runs course_lib code outside the checks (it computes "
-                            f"its answer?): {sorted(fc.used)[:5]}")
+                            f"its answer?): {sorted(set(fc.used))[:5]}")
     assert not problems, "\n".join(problems)
 
 
