@@ -1,8 +1,19 @@
-"""Shared by the lessons' check tests: the structure every graded notebook must have."""
+"""Shared by the lessons' check tests: the structure every graded notebook must have, and
+:func:`fails` for a check's message."""
 import ast
 import re
 
 import nbformat
+import pytest
+
+from course_lib.checks import CheckFailed
+
+
+def fails(check, *args, **kwargs) -> str:
+    """The message of the :class:`CheckFailed` that ``check(*args, **kwargs)`` must raise."""
+    with pytest.raises(CheckFailed) as e:
+        check(*args, **kwargs)
+    return str(e.value)
 
 
 def graded_cells(path, check_call: re.Pattern, tests_without_answer=()):

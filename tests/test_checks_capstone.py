@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 import course_lib as cl
-from notebook_cells import graded_cells
+from notebook_cells import fails, graded_cells
 from course_lib.checks import CheckFailed
 from course_lib.checks import capstone as C
 from course_lib.checks.sealed import judge
@@ -34,12 +34,6 @@ NS: dict = {"cl": cl, "capstone": C, "math": math}
 exec(_solution("q-size-card"), NS)
 exec(_solution("q-servable"), NS)
 size_card, servable = NS["size_card"], NS["servable"]
-
-
-def fails(check, *args, **kwargs) -> str:
-    with pytest.raises(CheckFailed) as e:
-        check(*args, **kwargs)
-    return str(e.value)
 
 
 def shows_none_of(message: str, *values) -> None:

@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 import course_lib as cl
-from course_lib.checks import CheckFailed
 from course_lib.checks import lesson1 as L1
-from notebook_cells import graded_cells
+from notebook_cells import fails, graded_cells
 
 SMALL = L1.GPT2_SMALL
 HIDDEN_LIKE = [dict(d_model=1024, n_layers=24, d_vocab=50257, n_ctx=1024),
@@ -64,12 +63,6 @@ def costs_right(n_layers, d_model, n_heads, d_vocab, n_ctx):
     macs = n_layers * (12 * d_model**2 + 2 * n_ctx * d_model) + d_model * d_vocab
     return {"params": p, "weight_bytes": 2 * p, "kv_cache_bytes": 2 * 2 * n_layers * n_ctx * d_model,
             "flops_per_token": 2 * macs}
-
-
-def fails(check, *args, **kwargs) -> str:
-    with pytest.raises(CheckFailed) as e:
-        check(*args, **kwargs)
-    return str(e.value)
 
 
 def shows_none_of(message: str, *values) -> None:

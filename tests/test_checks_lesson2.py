@@ -17,7 +17,7 @@ import torch.nn.functional as F
 import course_lib as cl
 from course_lib.checks import CheckFailed
 from course_lib.checks import lesson2 as L2
-from notebook_cells import graded_cells
+from notebook_cells import fails, graded_cells
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson2" / "lesson2.ipynb"
 
@@ -28,12 +28,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-def fails(check, *args, **kwargs) -> str:
-    with pytest.raises(CheckFailed) as e:
-        check(*args, **kwargs)
-    return str(e.value)
 
 
 # --- right answers, from the definitions -----------------------------------------------------

@@ -14,9 +14,8 @@ import pytest
 import torch
 
 import wrong_answers
-from notebook_cells import graded_cells
+from notebook_cells import fails, graded_cells
 from course_lib.block import FeedForward, TransformerBlock
-from course_lib.checks import CheckFailed
 from course_lib.checks import lesson3 as L3
 from wrong_answers.lesson3 import WRONG
 
@@ -90,12 +89,6 @@ def report_right(original, compressed, task):
     return {"attention": count(original, "attn") - count(compressed, "attn"),
             "feed_forward": count(original, "mlp") - count(compressed, "mlp"),
             "one_step": task.accuracy(compressed, 1), "eight_step": task.accuracy(compressed, 8)}
-
-
-def fails(check, *args, **kwargs) -> str:
-    with pytest.raises(CheckFailed) as e:
-        check(*args, **kwargs)
-    return str(e.value)
 
 
 # --- right answers pass ---------------------------------------------------------------------------

@@ -17,9 +17,8 @@ import torch
 import torch.nn.functional as F
 
 import course_lib
-from course_lib.checks import CheckFailed
 from course_lib.checks import lesson4 as L4
-from notebook_cells import graded_cells
+from notebook_cells import fails, graded_cells
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson4" / "lesson4.ipynb"
 
@@ -93,12 +92,6 @@ def longest_right(d_model, n_layers, n_heads, n_tokens):
     att, w = 2 * n_tokens**2 * d_model, 12 * n_tokens * d_model**2
     return {"block_flops": 2 * n_layers * (att + w), "attention_share": att / (att + w),
             "score_bytes_per_layer": 2 * n_tokens**2 * n_heads}
-
-
-def fails(check, *args, **kwargs) -> str:
-    with pytest.raises(CheckFailed) as e:
-        check(*args, **kwargs)
-    return str(e.value)
 
 
 def shows_none_of(message: str, *values) -> None:

@@ -17,9 +17,8 @@ import pytest
 import torch
 
 import course_lib as cl
-from course_lib.checks import CheckFailed
 from course_lib.checks import lesson5 as L5
-from notebook_cells import graded_cells
+from notebook_cells import fails, graded_cells
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson5" / "lesson5.ipynb"
 GiB = 2**30
@@ -100,12 +99,6 @@ def notebook_cases(check: str) -> list:
             exec(cell.source, {}, _Names(lesson5=Recorder()))
     assert found, check
     return found
-
-
-def fails(check, *args, **kwargs) -> str:
-    with pytest.raises(CheckFailed) as e:
-        check(*args, **kwargs)
-    return str(e.value)
 
 
 def shows_none_of(message: str, *values) -> None:

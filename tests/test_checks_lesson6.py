@@ -15,10 +15,9 @@ import pytest
 import torch
 
 import course_lib as cl
-from course_lib.checks import CheckFailed
 from course_lib.checks import lesson6 as L6
 from course_lib.moe import active_params_per_token
-from notebook_cells import graded_cells
+from notebook_cells import fails, graded_cells
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson6" / "lesson6.ipynb"
 PLAIN_CARDS = [n for n in cl.card_names() if cl.load_card(n).mla is None]
@@ -92,12 +91,6 @@ def four_right(s, b):
     total, active = card_right(s)
     return {"total_params": total, "active_params": active,
             "kv_cache_bytes_per_token": kv_right(s, b), "weight_bytes": total * b}
-
-
-def fails(check, *args, **kwargs) -> str:
-    with pytest.raises(CheckFailed) as e:
-        check(*args, **kwargs)
-    return str(e.value)
 
 
 def shows_none_of(message: str, *values) -> None:
