@@ -27,7 +27,7 @@ from typing import Mapping, Sequence
 
 from . import check_sealed
 from .sealed import Sealed
-from . import (CheckFailed, _as_number, check_choice, check_close, check_equal, check_value,
+from . import (CheckFailed, _as_number, check_choice, check_equal, check_value, confirm_close,
                is_shown, on_hidden, own_work, watch_calls, withheld)
 
 # --- the lesson's fixed figures (inputs, not answers) -----------------------------------------
@@ -125,14 +125,6 @@ def _close(a, b, atol=1e-5, rtol=1e-4) -> bool:
     torch = _torch()
     return a.shape == b.shape and bool(torch.allclose(a.to(torch.float64), b.to(torch.float64),
                                                       atol=atol, rtol=rtol, equal_nan=True))
-
-
-def _confirm(label: str, got, expected, atol=1e-5, rtol=1e-4) -> None:
-    """``got`` passed this module's comparison with ``expected``: check it again with
-    :func:`~course_lib.checks.check_close`, which publishes it for the grader.  The grader
-    compares the learner's values with the model answer's (not with ``expected``), so the
-    record carries twice the tolerance: both answers lie within it of ``expected``."""
-    check_close(got, expected, what=label, atol=2 * atol, rtol=2 * rtol)
 
 
 def _name_mistake(label: str, got, expected, mistakes: Mapping, atol=1e-5, rtol=1e-4):
@@ -252,8 +244,8 @@ def check_attention(fn, cases: Sequence[Mapping] = ATTENTION_CASES) -> None:
         ref_w = _attend(q, k, v, mask)[1].to(torch.float64)
         ok_out, ok_w = _close(out, ref_out), _close(weights, ref_w)
         if ok_out and ok_w:
-            _confirm(f"{label}, out", out, ref_out)
-            _confirm(f"{label}, weights", weights, ref_w)
+            confirm_close(out, ref_out, what=f"{label}, out")
+            confirm_close(weights, ref_w, what=f"{label}, weights")
             continue
         variants = {
             "the scores are not divided by sqrt(d_k): scale them by 1 / sqrt(q.shape[-1])":
@@ -466,7 +458,7 @@ def check_previous_token_score(fn, cases: Sequence[Mapping] = PATTERN_CASES) -> 
         got = _score_result(_own(fn, label, p.clone(), shown=shown), label, p.shape[:-2], shown)
         expected = previous_token_score(p).to(torch.float64)
         if _close(got, expected, atol=1e-6, rtol=1e-5):
-            _confirm(label, got, expected, atol=1e-6, rtol=1e-5)
+            confirm_close(got, expected, what=label, atol=1e-6, rtol=1e-5)
             continue
         pos = p.shape[-1]
         d = p.to(torch.float64)
@@ -515,7 +507,7 @@ def check_induction_score(fn, cases: Sequence[Mapping] = PATTERN_CASES) -> None:
                             shown)
         expected = induction_score(p, period).to(torch.float64)
         if _close(got, expected, atol=1e-6, rtol=1e-5):
-            _confirm(label, got, expected, atol=1e-6, rtol=1e-5)
+            confirm_close(got, expected, what=label, atol=1e-6, rtol=1e-5)
             continue
         d = p.to(torch.float64)
         mistakes = {

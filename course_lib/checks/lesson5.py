@@ -108,12 +108,6 @@ def _option(x):
     return " ".join(x.strip().lower().replace("_", " ").split()) if isinstance(x, str) else x
 
 
-def _point_back(names: str, fn):
-    """Run ``fn`` (a check); a generic failure gets a pointer to the exercise it builds on."""
-    with builds_on(names):
-        fn()
-
-
 # --- exercise 1: generation with a cache --------------------------------------------------------
 
 GEN_CASES = (dict(shape=dict(kind="gpt2", d_model=32, n_layers=2, n_heads=4, d_vocab=50,
@@ -361,17 +355,17 @@ def check_ridge_point(fn, cases: Sequence[Mapping] = RIDGE_CASES) -> None:
             "that divides by bits per second; the bandwidth is in bytes": P / (8 * W),
         })
         batch = ridge * b / 2
-        _point_back("flops_per_weight_byte", lambda: check_value(
-            batch_got, batch, what=f"{label}[1], the decode batch at the ridge", rel=0.005,
-            mistakes=_merged({
-                "a batch of B sequences does 2·B FLOPs per weight read, not B: that counts "
-                "multiply-adds as FLOPs": ridge * b,
-                "that is the ridge itself; the decode batch at the ridge is ridge × "
-                "bytes_per_number / 2 (the same only at 2 bytes a number)": ridge,
-                "that counts bits (8 per byte) for the weights": ridge * 8 * b / 2,
-                "a bigger batch raises the FLOPs per byte; solve 2·B / bytes_per_number = "
-                "ridge for B": ridge * 2 / b,
-            })))
+        with builds_on("flops_per_weight_byte"):
+            check_value(batch_got, batch, what=f"{label}[1], the decode batch at the ridge",
+                        rel=0.005, mistakes=_merged({
+                            "a batch of B sequences does 2·B FLOPs per weight read, not B: that "
+                            "counts multiply-adds as FLOPs": ridge * b,
+                            "that is the ridge itself; the decode batch at the ridge is ridge × "
+                            "bytes_per_number / 2 (the same only at 2 bytes a number)": ridge,
+                            "that counts bits (8 per byte) for the weights": ridge * 8 * b / 2,
+                            "a bigger batch raises the FLOPs per byte; solve 2·B / "
+                            "bytes_per_number = ridge for B": ridge * 2 / b,
+                        }))
 
 
 # --- exercise 5: requests that fit --------------------------------------------------------------
@@ -445,9 +439,9 @@ def check_requests_fit(fn, cases: Sequence[Mapping] = REQUEST_CASES) -> None:
                 and got < 0:
             raise CheckFailed(f"{label} is negative: when the weights alone do not fit, no "
                               "request fits (0)")
-        _point_back("kv_cache_size", lambda: check_value(got, expected, what=label,
-                                                         integer=True,
-                                                         mistakes=request_mistakes(**args)))
+        with builds_on("kv_cache_size"):
+            check_value(got, expected, what=label, integer=True,
+                        mistakes=request_mistakes(**args))
 
 
 # --- test yourself --------------------------------------------------------------------------
@@ -522,7 +516,8 @@ def check_tys1(holds, cache_gib) -> None:
     """Test-yourself 1: what a KV cache holds, and the 7B-class cache at 8,192 tokens in 16-bit,
     in GiB (both sealed)."""
     check_sealed(_choice(holds, "tys1_holds", HOLDS), TYS1_HOLDS)
-    _point_back("kv_cache_size", lambda: check_sealed(cache_gib, TYS1_CACHE_GIB))
+    with builds_on("kv_cache_size"):
+        check_sealed(cache_gib, TYS1_CACHE_GIB)
 
 
 BOUNDS = ("memory", "compute")
@@ -625,10 +620,9 @@ def check_tys2(decode_flops_per_byte, prefill_flops_per_byte, decode_bound,
     """Test-yourself 2: FLOPs per weight byte of one decode step and of a 512-token prefill in
     16-bit (about; course_lib's exact counts for a 7B shape pass too), and what limits each on
     an A100 ("memory" or "compute").  All sealed."""
-    _point_back("flops_per_weight_byte",
-                lambda: check_sealed(decode_flops_per_byte, TYS2_DECODE))
-    _point_back("flops_per_weight_byte",
-                lambda: check_sealed(prefill_flops_per_byte, TYS2_PREFILL))
+    with builds_on("flops_per_weight_byte"):
+        check_sealed(decode_flops_per_byte, TYS2_DECODE)
+        check_sealed(prefill_flops_per_byte, TYS2_PREFILL)
     check_sealed(_choice(decode_bound, "tys2_decode_bound", BOUNDS), TYS2_DECODE_BOUND)
     check_sealed(_choice(prefill_bound, "tys2_prefill_bound", BOUNDS), TYS2_PREFILL_BOUND)
 
@@ -669,5 +663,6 @@ def check_recap(requests, bound) -> None:
     many requests fit beside the weights, and whether decoding all of them together in one
     batch is limited by "memory" or "compute" on the A100 (weights' FLOPs per byte against the
     ridge point).  Both sealed."""
-    _point_back("requests_fit", lambda: check_sealed(requests, RECAP_REQUESTS))
+    with builds_on("requests_fit"):
+        check_sealed(requests, RECAP_REQUESTS)
     check_sealed(_choice(bound, "recap_bound", BOUNDS), RECAP_BOUND)
