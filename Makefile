@@ -4,8 +4,12 @@ include lab.mk
 
 .PHONY: test release grade handout
 
+## System packages the tests start for real (installed with apt-get when missing and allowed).
+SYSTEM_PACKAGES := bubblewrap:bwrap
+
 ## Run the whole test suite (what CI runs).
 test: $(STAMP)
+	bash scripts/system-packages $(SYSTEM_PACKAGES)
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 ## Regenerate the student release notebooks/ from solutions/ with nbgrader.
