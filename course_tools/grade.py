@@ -45,15 +45,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import os
 import re
 import shutil
-import sqlite3
 import sys
-import tempfile
 import time
+import uuid
 import warnings
 from dataclasses import asdict
 from pathlib import Path
@@ -63,18 +61,20 @@ import nbformat
 from . import (REPO_ROOT, assignments as course_assignments, copy_tree, course_dirs,
                load_config, open_gradebook, remove_tree, run_nbgrader)
 from .feedback import Report, hidden_lines, render_markdown
-from .intake import (INVALID_JSON, INVALID_NOTEBOOK, MISNAMED, MISSING, USABLE,
-                     copy_extra_files, inspect_submission)
-from .jobs import Job, run_all
+from .intake import USABLE, extra_files, inspect_submission
+from .integrity import (changed, course_lib_digest, course_lib_fingerprint, digest_paths,
+                        gradebook_definition, tree_digest)
+from .jobs import run_all
 from .preprocessors import role
+from .protocol import JobResult, JobSpec, Limits, Sandbox, Status, encode
 from .scoring import (OVERRULED, JobFacts, ReferenceError_, cell_label, reference_records,
                       score_cells)
+from . import sandbox as sandboxing
 
-GRADED, BLANK = USABLE, "blank"
-TIMEOUT, KERNEL_DIED = "timeout", "kernel_died"
-BAD_STUDENT_ID, AUTOGRADE_ERROR = "bad_student_id", "autograde_error"
-STATUSES = (GRADED, BLANK, TIMEOUT, KERNEL_DIED, MISSING, MISNAMED, INVALID_JSON,
-            INVALID_NOTEBOOK, BAD_STUDENT_ID, AUTOGRADE_ERROR)
+GRADED, BLANK = Status.GRADED, Status.BLANK
+TIMEOUT, KERNEL_DIED = Status.TIMEOUT, Status.KERNEL_DIED
+BAD_STUDENT_ID, AUTOGRADE_ERROR = Status.BAD_STUDENT_ID, Status.AUTOGRADE_ERROR
+STATUSES = tuple(Status)
 
 MARKER = ".course-tools-grade"
 """File that marks a folder as this tool's output (so a re-run may clear it)."""
@@ -91,6 +91,14 @@ DEFAULT_MEMORY_LIMIT_GIB = 4.0
 """Address space (GiB) one notebook's kernel may use; every course notebook runs in under 3
 (with torch loaded).  A cell asking for more gets a MemoryError instead of the machine's OOM
 killer choosing a victim among the jobs."""
+DEFAULT_PROCESSES = 512
+"""Tasks (processes and threads) one job's sandbox may hold; torch's thread pools need a few
+dozen, a fork flood stops here."""
+DEFAULT_SCRATCH_GIB = 1.0
+"""Size of the sandbox's scratch space (a tmpfs: it counts as the job's memory too)."""
+FILE_SIZE_LIMIT = 256 * 2**20
+"""Largest file (bytes) a job or its kernel may write: the autograded notebook, with capped
+outputs, is far smaller; a learner writing gigabytes to disk is stopped by SIGXFSZ."""
 REFERENCE_STUDENT = "reference"
 
 
@@ -102,9 +110,10 @@ class GradeError(RuntimeError):
 class Grading(list):
     """The :class:`~course_tools.feedback.Report` of each row (a list), plus ``problems``:
     files that changed during grading (should be empty), ``notes`` for the instructor,
-    ``seconds`` and ``jobs``."""
+    ``sandbox`` (the line naming it and its limits), ``seconds`` and ``jobs``."""
     problems: list[str]
     notes: list[str]
+    sandbox: str
     seconds: float
     jobs: int
 
@@ -135,41 +144,6 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def tree_digest(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
-    """``{relative path: sha256}`` of every file under ``root`` (empty if it is missing),
-    leaving out paths with a part named in ``skip`` (e.g. ``__pycache__``)."""
-    root = Path(root)
-    if not root.is_dir():
-        return {}
-    out = {}
-    for p in sorted(root.rglob("*")):
-        if skip and any(part in skip for part in p.relative_to(root).parts):
-            continue
-        if p.is_symlink():  # never follow a link out of the folder (or into /dev/zero)
-            out[str(p.relative_to(root))] = "link:" + os.readlink(p)
-        elif p.is_file():
-            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
-
-
-DEFINITION_TABLES = ("assignment", "notebook", "base_cell", "grade_cells", "solution_cells",
-                     "source_cell", "task_cells")
-
-
-def gradebook_definition(db: Path) -> str:
-    """A hash of the gradebook's assignment definition (assignments, notebooks, cells and
-    their sources and checksums), not of submissions."""
-    h = hashlib.sha256()
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        for table in DEFINITION_TABLES:
-            for row in sorted(map(repr, con.execute(f"SELECT * FROM {table}"))):
-                h.update(f"{table}:{row}\n".encode())
-    finally:
-        con.close()
-    return h.hexdigest()
-
-
 class _Source:
     """What grading needs from an assignment: notebook names, the source and release
     notebooks, the test cells ``[(notebook, grade_id, points)]`` in order, hidden-test lines,
@@ -192,68 +166,83 @@ class _Source:
         self.max_score = sum(p for _, _, p in self.tests)
 
 
-def _settings(course: Path, cell_timeout: int | None, notebook_timeout: float,
-              max_output: int, memory_limit_gib: float = DEFAULT_MEMORY_LIMIT_GIB) -> dict:
+def _limits(course: Path, cell_timeout: int | None, notebook_timeout: float,
+            max_output: int, memory_limit_gib: float = DEFAULT_MEMORY_LIMIT_GIB,
+            processes: int = DEFAULT_PROCESSES,
+            scratch_gib: float = DEFAULT_SCRATCH_GIB) -> Limits:
     if cell_timeout is None:
         cfg = load_config(course)
         cell_timeout = int(cfg.get("Execute", {}).get("timeout", 30) or 30)
     for name, v in (("cell timeout", cell_timeout), ("notebook timeout", notebook_timeout),
-                    ("max output", max_output)):
-        if not v or v <= 0:
+                    ("max output", max_output), ("processes", processes),
+                    ("scratch", scratch_gib)):
+        if not isinstance(v, (int, float)) or not v or v <= 0:
             raise GradeError(f"{name} must be a positive number, got {v!r}")
     if not isinstance(memory_limit_gib, (int, float)) or not 0 <= memory_limit_gib < 2**20 \
             or 0 < memory_limit_gib < 1:
         raise GradeError(f"memory limit must be 0 (none) or at least 1 GiB, got "
                          f"{memory_limit_gib!r}")
-    return {"cell_timeout": int(cell_timeout), "notebook_timeout": float(notebook_timeout),
-            "max_cell_output": int(max_output), "max_notebook_output": 10 * int(max_output),
-            "memory_limit": int(memory_limit_gib * 2**30)}
+    memory, scratch = int(memory_limit_gib * 2**30), int(scratch_gib * 2**30)
+    return Limits(cell_timeout=int(cell_timeout), notebook_timeout=float(notebook_timeout),
+                  max_cell_output=int(max_output), max_notebook_output=10 * int(max_output),
+                  memory=memory, job_memory=memory + scratch if memory else 0,
+                  processes=int(processes), scratch=scratch, file_size=FILE_SIZE_LIMIT)
 
 
-def _make_job(work: Path, i: int, student: str, name: str, course: Path, source_dirname: str,
-              src: _Source, template_db: Path, settings: dict, notebooks: dict | None,
-              student_dir: Path | None) -> Job:
-    """A worker root for one job: config, a gradebook copy, the assignment's non-notebook
-    source files and the submission (the normalized ``notebooks``, or for the reference the
-    source notebooks as they are)."""
-    d = work / (f"reference-{name}" if notebooks is None else f"job-{i:04d}")
-    root = d / "root"
-    (root / source_dirname / name).mkdir(parents=True)
-    if (course / "nbgrader_config.py").is_file():
-        shutil.copyfile(course / "nbgrader_config.py", root / "nbgrader_config.py")
-    shutil.copyfile(template_db, root / "gradebook.db")
-    copy_tree(src.dir, root / source_dirname / name)
-    for p in (root / source_dirname / name).glob("*.ipynb"):
-        p.unlink()
-    sub = root / "submitted" / student / name
+def _files(folder: Path) -> dict[str, str]:
+    """The regular files under ``folder`` except notebooks, as a spec's ``{path: base64}``."""
+    out = {}
+    if folder.is_dir():
+        for p in sorted(folder.rglob("*")):
+            rel = p.relative_to(folder)
+            if p.is_file() and not p.is_symlink() and p.suffix != ".ipynb" \
+                    and not any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+                out[rel.as_posix()] = encode(p.read_bytes())
+    return out
+
+
+def _make_spec(job_id: str, student: str, name: str, course: Path, src: "_Source",
+               gradebook: bytes, limits: Limits, sandbox: Sandbox, fingerprint: str,
+               notebooks: dict | None, student_dir: Path | None) -> JobSpec:
+    """The self-contained job for one student's assignment (``notebooks``: the normalized
+    notebooks) or, with ``notebooks=None``, for the model answer (the source notebooks)."""
+    config = course / "nbgrader_config.py"
+    source_files = _files(src.dir)
     if notebooks is None:  # the reference: the source notebooks themselves
-        copy_tree(src.dir, sub)
+        nbs = {n: json.loads((src.dir / f"{n}.ipynb").read_text(encoding="utf-8"))
+               for n in src.notebooks}
+        files = source_files
     else:
-        sub.mkdir(parents=True)
-        copy_extra_files(student_dir / name, sub)
-        for nb_name, nb in notebooks.items():
-            nbformat.write(nb, sub / f"{nb_name}.ipynb")
-    spec = {"course": str(course), "root": str(root), "assignment": name, "student": student,
-            "cell_timeout": settings["cell_timeout"],
-            "max_cell_output": settings["max_cell_output"],
-            "max_notebook_output": settings["max_notebook_output"],
-            "memory_limit": settings["memory_limit"],
-            "progress": str(d / "progress.jsonl"), "result": str(d / "result.json"),
-            "log": str(d / "log.txt")}
-    return Job(student, name, d, spec, settings["notebook_timeout"],
-               reference=notebooks is None)
+        nbs = {n: json.loads(nbformat.writes(nb)) for n, nb in notebooks.items()}
+        files = {k: encode(v) for k, v in extra_files(student_dir / name)[0].items()}
+    return JobSpec(job_id=job_id, student=student, assignment=name,
+                   reference=notebooks is None, notebooks=nbs, files=files,
+                   source_files=source_files, gradebook=encode(gradebook),
+                   config=config.read_text(encoding="utf-8") if config.is_file() else "",
+                   limits=limits, sandbox=sandbox, course_lib=fingerprint)
 
 
-def _stop_words(job: Job, facts: JobFacts, settings: dict) -> tuple[str, str, str]:
+def _stop_words(result: JobResult, facts: JobFacts, limits: Limits) -> tuple[str, str, str]:
     """``(status, detail sentence, why later cells did not run)`` of a finished job."""
     ended = list(facts.by_index.values())
-    if job.over_budget:
+    box = result.sandbox
+    if result.over_budget:
         where = cell_label(facts.running) if facts.running else "its start-up"
-        budget = f"the notebook ran past its {settings['notebook_timeout']:g} s budget"
+        budget = f"the notebook ran past its {limits.notebook_timeout:g} s budget"
+        if box.process_cap_hits:
+            return (Status.PROCESS_LIMIT, f"stopped in {where}: it hit the sandbox's cap of "
+                    f"{limits.processes} processes and then {budget}",
+                    f"the process cap, then {budget}, in {where}")
         return TIMEOUT, f"timed out in {where}: {budget}", f"{budget} in {where}"
     dead = [e for e in ended if e.get("status") == "dead"]
     if dead:
-        return (KERNEL_DIED, f"kernel died in {cell_label(dead[0])}; later cells did not run",
+        where = cell_label(dead[0])
+        if box.oom_kills:
+            return (Status.MEMORY_LIMIT, f"stopped in {where}: the notebook used more than "
+                    f"the {limits.job_memory / 2**30:g} GiB of memory a job may use, so the "
+                    "sandbox ended its kernel; later cells did not run",
+                    f"the job's memory limit was reached in {where}")
+        return (KERNEL_DIED, f"kernel died in {where}; later cells did not run",
                 dead[0].get("reason", ""))
     slow = [e for e in ended if e.get("status") in ("timeout", "unresponsive")]
     if slow:
@@ -261,21 +250,38 @@ def _stop_words(job: Job, facts: JobFacts, settings: dict) -> tuple[str, str, st
         how = ("ignored the interrupt, so the kernel was stopped and later cells did not run"
                if first.get("status") == "unresponsive" else "was interrupted")
         more = f" (and {len(slow) - 1} more cell(s))" if len(slow) > 1 else ""
-        return (TIMEOUT, f"timed out in {cell_label(first)}{more}: it ran past the "
-                f"{settings['cell_timeout']} s limit per cell and {how}",
+        status = Status.PROCESS_LIMIT if box.process_cap_hits else TIMEOUT
+        cap = (f" after hitting the sandbox's cap of {limits.processes} processes"
+               if box.process_cap_hits else "")
+        return (status, f"timed out in {cell_label(first)}{more}{cap}: it ran past the "
+                f"{limits.cell_timeout} s limit per cell and {how}",
                 first.get("reason", ""))
-    result = job.result()
-    if result is None:
+    if not result.ok and not result.error:
         where = f" in {cell_label(facts.running)}" if facts.running else ""
-        how = (f"killed by signal {-job.exit_code}" if job.exit_code and job.exit_code < 0
-               else f"exit code {job.exit_code}")
+        code = result.exit_code
+        how = (f"killed by signal {-code}" if code and code < 0 else f"exit code {code}")
         return (AUTOGRADE_ERROR, f"grading stopped abnormally{where} ({how}); see the log",
                 f"grading stopped abnormally{where}")
-    if not result.get("ok"):
-        lines = [ln.strip() for ln in result.get("error", "").splitlines() if ln.strip()]
+    if not result.ok:
+        lines = [ln.strip() for ln in result.error.splitlines() if ln.strip()]
         return (AUTOGRADE_ERROR, f"nbgrader could not grade this notebook "
                 f"({(lines[-1] if lines else 'unknown error')[:300]})", "nbgrader failed")
     return GRADED, "", ""
+
+
+def _sandbox_notes(result: JobResult, limits: Limits) -> list[str]:
+    """Limits a job reached without being stopped by them (said in its detail)."""
+    box, notes = result.sandbox, []
+    if box.process_cap_hits:
+        notes.append(f"it reached the sandbox's cap of {limits.processes} processes (new "
+                     "processes or threads failed)")
+    if box.peak_scratch and box.peak_scratch >= limits.scratch - 2**20:
+        notes.append(f"it filled the sandbox's {limits.scratch / 2**30:g} GiB scratch space "
+                     "(writes failed: no space left on device)")
+    if box.survivors:
+        notes.append(f"{box.survivors} process(es) it started were still running when its "
+                     "kernel ended, and were killed")
+    return notes
 
 
 def blank_words(n_answers: int, changed: list[str], added: int, cells: list) -> str:
@@ -292,46 +298,51 @@ def blank_words(n_answers: int, changed: list[str], added: int, cells: list) -> 
     return "no answer cell was changed from the release" + extra
 
 
-def _finish_job(job: Job, src: _Source, reference: dict, settings: dict, report: Report,
-                out: Path, root: Path, db_url: str, changed: list[str], added: int) -> None:
+def _finish_job(spec: JobSpec, result: JobResult, src: "_Source", reference: dict,
+                limits: Limits, report: Report, out: Path, root: Path, db_url: str,
+                changed_cells: list[str], added: int) -> None:
     """Score a student's job, record it in the master gradebook, keep its log and notebook.
 
-    ``changed``/``added``: the intake's answer cells that differ from the release and code
-    cells not in it (a finished notebook with neither and no points is ``blank``)."""
-    facts = JobFacts.from_events(job.events())
-    status, sentence, why = _stop_words(job, facts, settings)
-    report.seconds = job.seconds
+    ``changed_cells``/``added``: the intake's answer cells that differ from the release and
+    code cells not in it (a finished notebook with neither and no points is ``blank``)."""
+    facts = JobFacts.from_events(result.events)
+    status, sentence, why = _stop_words(result, facts, limits)
+    report.seconds = result.seconds
     report.cells, report.answer_errors, notes = score_cells(
-        facts, src.tests, reference, src.hidden, settings["cell_timeout"], why)
+        facts, src.tests, reference, src.hidden, limits.cell_timeout, why)
     if status == GRADED:
-        blank = blank_words(src.answers, changed, added, report.cells)
+        blank = blank_words(src.answers, changed_cells, added, report.cells)
         if blank:
             status, sentence = BLANK, blank
     report.status = status
-    report.notes += notes
+    report.notes += notes + _sandbox_notes(result, limits)
     if report.answer_errors and status == GRADED:  # a test may pass all the same
         report.notes.append(f"answer cell(s) {', '.join(report.answer_errors)} raised an error "
                             "(see the feedback)")
-    report.nbgrader_scores = {k: v[0] for k, v in (job.result() or {}).get(
-        "nbgrader_scores", {}).items()}
+    if result.sandbox.kind == Sandbox.NONE:
+        report.notes.append("graded without a sandbox (--sandbox none)")
+    report.nbgrader_scores = {k: v[0] for k, v in result.nbgrader_scores.items()
+                              if isinstance(v, list) and v}
     report.score = sum(c.score for c in report.cells)
     report.detail = "; ".join(x for x in [sentence, *report.notes] if x)
-    log = out / "logs" / job.student / f"{job.assignment}.log"
+    log = out / "logs" / spec.student / f"{spec.assignment}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    text = (job.dir / "log.txt").read_text(encoding="utf-8", errors="replace") \
-        if (job.dir / "log.txt").is_file() else ""
-    result = job.result() or {}
-    log.write_text(text[-200_000:] + (f"\n[nbgrader error]\n{result['error']}"
-                                      if result.get("error") else ""), encoding="utf-8")
-    graded_nb = Path(job.spec["root"]) / "autograded" / job.student / job.assignment
-    if graded_nb.is_dir():
-        copy_tree(graded_nb, root / "autograded" / job.student / job.assignment)
+    log.write_text(result.log + (f"\n[nbgrader error]\n{result.error}" if result.error else ""),
+                   encoding="utf-8")
+    graded = root / "autograded" / spec.student / spec.assignment
+    for name, nb in result.autograded.items():
+        if name in src.notebooks:
+            graded.mkdir(parents=True, exist_ok=True)
+            try:
+                nbformat.write(nbformat.from_dict(nb), graded / f"{name}.ipynb")
+            except Exception:  # noqa: BLE001 - a notebook nbformat cannot write is not kept
+                report.notes.append(f"the autograded {name}.ipynb could not be kept")
     scores = {(c.notebook, c.grade_id): c.score for c in report.cells}
     with warnings.catch_warnings(), open_gradebook(db_url) as gb:
         # nbgrader's own SQLAlchemy usage warns on every new submission: noise, not news
         warnings.simplefilter("ignore")
-        gb.update_or_create_student(job.student)
-        sub = gb.update_or_create_submission(job.assignment, job.student)
+        gb.update_or_create_student(spec.student)
+        sub = gb.update_or_create_submission(spec.assignment, spec.student)
         for nb in sub.notebooks:
             for g in nb.grades:
                 g.auto_score = scores.get((nb.name, g.name), 0.0)
@@ -345,7 +356,8 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
           notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT,
           max_output: int = DEFAULT_MAX_OUTPUT,
           memory_limit_gib: float = DEFAULT_MEMORY_LIMIT_GIB,
-          keep_work: bool = False) -> Grading:
+          processes: int = DEFAULT_PROCESSES,
+          sandbox: str = Sandbox.BWRAP) -> Grading:
     """Grade every student folder in ``submissions`` for ``names`` (default: the course's
     assignments that some student submitted) and write the results under ``out``.
 
@@ -354,21 +366,29 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
         cell_timeout: seconds per cell (default: ``Execute.timeout`` of the course config).
         notebook_timeout: seconds of wall clock per student and assignment.
         max_output: characters of output kept per cell (ten times that per notebook).
-        memory_limit_gib: address space one notebook's kernel may use, in GiB (0: no limit).
-        keep_work: keep the worker roots (in a temporary folder, printed) for debugging.
+        memory_limit_gib: address space one notebook's kernel may use, in GiB (0: no limit);
+            the job as a whole (where a cgroup can be made) that plus its scratch space.
+        processes: tasks one job's sandbox may hold.
+        sandbox: ``"bwrap"`` (learner code in bubblewrap; the default) or ``"none"``.
 
     Returns a :class:`Grading`: one :class:`~course_tools.feedback.Report` per student and
-    assignment.  Raises :class:`GradeError` when grading cannot start or the model answer
-    fails its own tests.
+    assignment.  Raises :class:`GradeError` when grading cannot start (the sandbox cannot be
+    had included) or the model answer fails its own tests.
     """
     started = time.monotonic()
     submissions, out, course = Path(submissions).resolve(), Path(out).resolve(), Path(course).resolve()
     echo = echo or (lambda *a: print(*a, flush=True))
     if not isinstance(jobs, int) or jobs < 1:
         raise GradeError(f"--jobs must be a whole number >= 1, got {jobs!r}")
-    settings = _settings(course, cell_timeout, notebook_timeout, max_output, memory_limit_gib)
+    limits = _limits(course, cell_timeout, notebook_timeout, max_output, memory_limit_gib,
+                     processes)
+    try:
+        sandbox = Sandbox(sandbox)
+    except ValueError:
+        raise GradeError(f"--sandbox must be one of {', '.join(Sandbox)}, got {sandbox!r}") from None
     if not submissions.is_dir():
         raise GradeError(f"SUBMISSIONS {submissions} is not a folder")
+    box_words = _sandbox_words(sandbox, limits)  # refuses (nothing written) without bwrap
     known = course_assignments(course)
     entries = sorted(p for p in submissions.iterdir() if not p.name.startswith((".", "__")))
     students = [p for p in entries if p.is_dir()]
@@ -391,7 +411,7 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     _prepare_out(out, submissions, course)
     source, release = course_dirs(course)
     guarded = [course / "nbgrader_config.py", *(course / source / n for n in names)]
-    before = {"submissions": tree_digest(submissions), "course": _digest_paths(guarded),
+    before = {"submissions": tree_digest(submissions), "course": digest_paths(guarded),
               "course_lib": course_lib_digest()}
     root = out / "course"
     root.mkdir()
@@ -406,130 +426,139 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     db = root / "gradebook.db"
     db_url = f"sqlite:///{db}"
     definition = gradebook_definition(db)
+    gradebook = db.read_bytes()
+    fingerprint = course_lib_fingerprint()
+    run_id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
-    work = Path(tempfile.mkdtemp(prefix="course-grade-"))
-    template_db = work / "gradebook.db"
-    shutil.copyfile(db, template_db)
     echo(f"Grading {', '.join(names)} for {len(students)} student(s) from {submissions} "
-         f"with {jobs} job(s) (cell timeout {settings['cell_timeout']} s, notebook budget "
-         f"{settings['notebook_timeout']:g} s, memory "
-         + (f"{settings['memory_limit'] / 2**30:g} GiB" if settings["memory_limit"] else
-            "not limited") + " per notebook)")
+         f"with {jobs} job(s) (cell timeout {limits.cell_timeout} s, notebook budget "
+         f"{limits.notebook_timeout:g} s, memory "
+         + (f"{limits.memory / 2**30:g} GiB" if limits.memory else "not limited")
+         + f" per process); {box_words}")
     rows: list[Report] = []
-    grading_notes: list[str] = []
-    job_list: list[Job] = []
-    by_job: dict[int, Report] = {}
-    answered: dict[int, tuple[list[str], int]] = {}  # id(job): intake's (changed, added)
-    try:
-        for student_dir in students:
-            student = student_dir.name
-            for name in names:
-                src = sources[name]
-                report = Report(student, name, GRADED, max_score=src.max_score)
-                rows.append(report)
-                if not _STUDENT_ID.match(student):
-                    report.status = BAD_STUDENT_ID
-                    report.detail = (f"folder name {student!r} is not a usable student id "
-                                     "(letters, digits and _ . @ + - only)")
-                    continue
-                intake = inspect_submission(student_dir, name, src.release)
-                report.status, report.notes = intake.status, intake.notes
-                report.detail = intake.detail
-                if intake.status != USABLE:
-                    continue
-                job = _make_job(work, len(job_list), student, name, course, source, src,
-                                template_db, settings, intake.notebooks, student_dir)
-                by_job[id(job)] = report
-                answered[id(job)] = (intake.changed, intake.added)
-                job_list.append(job)
+    specs: list[JobSpec] = []
+    by_job: dict[str, Report] = {}
+    answered: dict[str, tuple[list[str], int]] = {}  # job_id: intake's (changed, added)
 
-        # the model answer of each assignment someone is graded on, first in the queue
-        wanted = sorted({job.assignment for job in job_list})
-        job_list[:0] = [_make_job(work, len(job_list) + i, REFERENCE_STUDENT, name, course,
-                                  source, sources[name], template_db, settings, None, None)
-                        for i, name in enumerate(wanted)]
-        n_done = [0]
+    def job_id() -> str:
+        return f"{run_id}-{len(specs):06d}"
+    for student_dir in students:
+        student = student_dir.name
+        for name in names:
+            src = sources[name]
+            report = Report(student, name, GRADED, max_score=src.max_score)
+            rows.append(report)
+            if not _STUDENT_ID.match(student):
+                report.status = BAD_STUDENT_ID
+                report.detail = (f"folder name {student!r} is not a usable student id "
+                                 "(letters, digits and _ . @ + - only)")
+                continue
+            intake = inspect_submission(student_dir, name, src.release)
+            report.status, report.notes = intake.status, intake.notes
+            report.detail = intake.detail
+            if intake.status != USABLE:
+                continue
+            spec = _make_spec(job_id(), student, name, course, src, gradebook, limits,
+                              sandbox, fingerprint, intake.notebooks, student_dir)
+            by_job[spec.job_id] = report
+            answered[spec.job_id] = (intake.changed, intake.added)
+            specs.append(spec)
 
-        def progress(job: Job) -> None:
-            n_done[0] += 1
-            who = "model answer" if job.reference else job.student
-            echo(f"  [{n_done[0]}/{len(job_list)}] {who}/{job.assignment} "
-                 f"{job.seconds:.1f} s" + (" (over budget: stopped)" if job.over_budget else ""))
+    # the model answer of each assignment someone is graded on, first in the queue
+    wanted = sorted({spec.assignment for spec in specs})
+    specs[:0] = [_make_spec(f"{run_id}-ref{i:03d}", REFERENCE_STUDENT, name, course,
+                            sources[name], gradebook, limits, sandbox, fingerprint, None, None)
+                 for i, name in enumerate(wanted)]
+    n_done = [0]
 
-        run_all(job_list, jobs, on_done=progress)
+    def progress(spec: JobSpec, result: JobResult) -> None:
+        n_done[0] += 1
+        who = "model answer" if spec.reference else spec.student
+        echo(f"  [{n_done[0]}/{len(specs)}] {who}/{spec.assignment} "
+             f"{result.seconds:.1f} s" + (" (over budget: stopped)" if result.over_budget else ""))
 
-        references = {}
-        for job in job_list:
-            if job.reference:
-                src = sources[job.assignment]
-                facts = JobFacts.from_events(job.events())
-                try:
-                    if job.over_budget:
-                        raise ReferenceError_(f"the model answer ran past the "
-                                              f"{settings['notebook_timeout']:g} s budget")
-                    references[job.assignment] = reference_records(facts, src.tests)
-                except ReferenceError_ as exc:
-                    raise GradeError(f"{job.assignment}: {exc}; see "
-                                     f"{job.dir / 'log.txt'}") from None
-        grading_notes = [
-            f"{name}: test cells {', '.join(gid for (_, gid), recs in ref.items() if not recs)} "
-            "are decided in the kernel only (their checks publish no records: see "
-            "course_tools/README.md, threat model)"
-            for name, ref in references.items() if any(not recs for recs in ref.values())]
-        (out / "reference.json").write_text(json.dumps(
-            {name: {f"{nb}/{gid}": recs for (nb, gid), recs in ref.items()}
-             for name, ref in references.items()}, indent=1) + "\n")
-        for job in job_list:
-            if not job.reference:
-                _finish_job(job, sources[job.assignment], references[job.assignment], settings,
-                            by_job[id(job)], out, root, db_url, *answered[id(job)])
-    finally:
-        if keep_work:
-            echo(f"worker roots kept in {work}")
-        else:
-            remove_tree(work)
+    results = run_all(specs, jobs, on_done=progress)
+
+    references = {}
+    for spec in specs:
+        if spec.reference:
+            src, result = sources[spec.assignment], results[spec.job_id]
+            facts = JobFacts.from_events(result.events)
+            try:
+                if result.over_budget:
+                    raise ReferenceError_(f"the model answer ran past the "
+                                          f"{limits.notebook_timeout:g} s budget")
+                if not result.ok and result.error:
+                    raise ReferenceError_(result.error.strip().splitlines()[-1][:300])
+                references[spec.assignment] = reference_records(facts, src.tests)
+            except ReferenceError_ as exc:
+                log = out / "logs" / REFERENCE_STUDENT / f"{spec.assignment}.log"
+                log.parent.mkdir(parents=True, exist_ok=True)
+                log.write_text(result.log + "\n" + result.error, encoding="utf-8")
+                raise GradeError(f"{spec.assignment}: {exc}; see {log}") from None
+    grading_notes = [
+        f"{name}: test cells {', '.join(gid for (_, gid), recs in ref.items() if not recs)} "
+        "are decided in the kernel only (their checks publish no records: see "
+        "course_tools/README.md, threat model)"
+        for name, ref in references.items() if any(not recs for recs in ref.values())]
+    (out / "reference.json").write_text(json.dumps(
+        {name: {f"{nb}/{gid}": recs for (nb, gid), recs in ref.items()}
+         for name, ref in references.items()}, indent=1) + "\n")
+    for spec in specs:
+        if not spec.reference:
+            _finish_job(spec, results[spec.job_id], sources[spec.assignment],
+                        references[spec.assignment], limits, by_job[spec.job_id], out, root,
+                        db_url, *answered[spec.job_id])
     for r in rows:
         if not r.detail and r.notes:
             r.detail = "; ".join(r.notes)
 
-    after = {"submissions": tree_digest(submissions), "course": _digest_paths(guarded),
+    after = {"submissions": tree_digest(submissions), "course": digest_paths(guarded),
              "course_lib": course_lib_digest()}
-    problems = [f"{what} changed during grading ({', '.join(sorted(_changed(before[what], after[what])))[:300]})"
+    problems = [f"{what} changed during grading ({', '.join(sorted(changed(before[what], after[what])))[:300]})"
                 for what in before if before[what] != after[what]]
     if gradebook_definition(db) != definition:
         problems.append("the gradebook's assignment definition changed during grading")
+    left = sandboxing.leftover_cgroups(f"course-grade-{run_id}-")
+    if left:
+        problems.append(f"{len(left)} job cgroup(s) were left behind (their processes were "
+                        "killed now)")
+        for d in left:
+            sandboxing.kill_cgroup([d])
+            sandboxing.JobCgroup("x", [str(d)]).remove()
     grading = Grading(rows)
     grading.problems, grading.jobs = problems, jobs
     grading.notes = grading_notes
+    grading.sandbox = box_words
     grading.seconds = time.monotonic() - started
     _write_outputs(out, rows)
     _print_report(grading, out, ignored, echo)
     return grading
 
 
-def _digest_paths(paths: list[Path]) -> dict[str, str]:
-    """:func:`tree_digest` of folders and hashes of files, keyed by path."""
-    out = {}
-    for p in paths:
-        if p.is_file():
-            out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
-        else:
-            out.update({f"{p}/{k}": v for k, v in tree_digest(p).items()})
-    return out
-
-
-def course_lib_digest() -> dict[str, str]:
-    """:func:`tree_digest` of the course_lib package the kernels import (byte-code caches
-    aside): learner code could rewrite it, and every later kernel, another student's or the
-    model answer's, would run the change.  The command cannot prevent that (no sandbox); it
-    says so if it happened."""
-    import course_lib
-
-    return tree_digest(Path(course_lib.__file__).resolve().parent, skip=("__pycache__",))
-
-
-def _changed(a: dict, b: dict) -> set[str]:
-    return {k for k in set(a) | set(b) if a.get(k) != b.get(k)}
+def _sandbox_words(sandbox: Sandbox, limits: Limits) -> str:
+    """One line naming the sandbox and its limits (raises :class:`GradeError`, one line,
+    when the sandbox cannot be had here)."""
+    if sandbox == Sandbox.NONE:
+        return ("sandbox: none (--sandbox none): learner code runs with this user's powers, "
+                "its files and its network")
+    try:
+        version = sandboxing.probe()
+    except sandboxing.SandboxUnavailable as exc:
+        raise GradeError(str(exc)) from None
+    group = sandboxing.JobCgroup.create(f"course-grade-probe-{os.getpid()}-{uuid.uuid4().hex[:6]}",
+                                        limits.processes, limits.job_memory)
+    kind = group.kind
+    group.destroy()
+    per_job = (f"per job {limits.processes} processes and "
+               + (f"{limits.job_memory / 2**30:g} GiB of memory" if limits.job_memory else
+                  "no memory cap") + f" (cgroup {kind})") if kind else (
+        f"no cgroup can be made here, so per process only: {limits.processes} processes per "
+        "user (RLIMIT_NPROC; not enforced for root)")
+    return (f"sandbox: {version}: no network, a file system of the Python environment and "
+            f"course_lib (read-only) and {limits.scratch / 2**30:g} GiB of scratch space; "
+            f"{per_job}; " + (f"{limits.memory / 2**30:g} GiB of address space per process"
+                              if limits.memory else "no address-space cap"))
 
 
 def _write_outputs(out: Path, reports: list[Report]) -> None:
@@ -565,6 +594,7 @@ def _print_report(grading: Grading, out: Path, ignored: list[str], echo) -> None
         lines.append(f"test cells that passed in the notebook but not the grader's comparison: "
                      f"{', '.join(overruled)}")
     per_min = 60 * len(grading) / grading.seconds if grading.seconds else 0.0
+    lines.append(grading.sandbox)
     lines.append(f"throughput: {len(grading)} submissions in {grading.seconds:.1f} s with "
                  f"{grading.jobs} job(s) = {per_min:.1f} submissions/minute (the whole run; "
                  f"{len(ran)} autograded, plus the model answer, in "
@@ -615,14 +645,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-limit", type=float, default=DEFAULT_MEMORY_LIMIT_GIB,
                         metavar="GIB", help="address space one notebook's kernel may use, in "
                         f"GiB (default {DEFAULT_MEMORY_LIMIT_GIB:g}; 0: no limit)")
-    parser.add_argument("--keep-work", action="store_true",
-                        help="keep the worker roots (for debugging the grader)")
+    parser.add_argument("--processes", type=int, default=DEFAULT_PROCESSES, metavar="N",
+                        help=f"processes and threads one job's sandbox may hold (default "
+                             f"{DEFAULT_PROCESSES})")
+    parser.add_argument("--sandbox", choices=[str(s) for s in Sandbox], default=str(Sandbox.BWRAP),
+                        help="where learner code runs: bwrap (bubblewrap, the default) or none "
+                             "(no sandbox: only for notebooks you trust)")
     args = parser.parse_args(argv)
     try:
         grading = grade(args.submissions, args.out, args.assignments, args.course,
                         jobs=args.jobs, cell_timeout=args.cell_timeout,
                         notebook_timeout=args.notebook_timeout, max_output=args.max_output,
-                        memory_limit_gib=args.memory_limit, keep_work=args.keep_work)
+                        memory_limit_gib=args.memory_limit, processes=args.processes,
+                        sandbox=args.sandbox)
     except GradeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -40,9 +40,10 @@ from pathlib import Path
 import nbformat
 
 from .preprocessors import role
+from .protocol import Status
 
-USABLE, MISSING, MISNAMED = "graded", "missing", "misnamed"
-INVALID_JSON, INVALID_NOTEBOOK = "invalid_json", "invalid_notebook"
+USABLE, MISSING, MISNAMED = Status.GRADED, Status.MISSING, Status.MISNAMED
+INVALID_JSON, INVALID_NOTEBOOK = Status.INVALID_JSON, Status.INVALID_NOTEBOOK
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 """A submitted notebook larger than this is refused (an honest one is well under 1 MiB
@@ -176,14 +177,14 @@ def added_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> in
                and c.source.strip() and c.source.strip() not in released)
 
 
-def copy_extra_files(src: Path, dst: Path, limit: int = MAX_EXTRA_BYTES) -> list[str]:
-    """Copy the regular files under ``src`` except notebooks into ``dst`` (symbolic links,
-    devices and pipes are skipped, and files past ``limit`` bytes in all); returns what was
-    left out."""
-    left, total = [], 0
-    for root, dirs, files in os.walk(src, followlinks=False):
+def extra_files(src: Path, limit: int = MAX_EXTRA_BYTES) -> tuple[dict[str, bytes], list[str]]:
+    """The regular files under ``src`` except notebooks, ``{relative path: bytes}`` (symbolic
+    links, devices and pipes are skipped, and files past ``limit`` bytes in all), and what
+    was left out."""
+    files, left, total = {}, [], 0
+    for root, dirs, names in os.walk(src, followlinks=False):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
-        for f in sorted(files):
+        for f in sorted(names):
             p = Path(root) / f
             rel = p.relative_to(src)
             if f.endswith(".ipynb") or f.startswith(".") or f.endswith(".pyc"):
@@ -196,8 +197,16 @@ def copy_extra_files(src: Path, dst: Path, limit: int = MAX_EXTRA_BYTES) -> list
                 left.append(f"{rel} (too large)")
                 continue
             total += st.st_size
-            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(p, dst / rel)
+            files[rel.as_posix()] = p.read_bytes()
+    return files, left
+
+
+def copy_extra_files(src: Path, dst: Path, limit: int = MAX_EXTRA_BYTES) -> list[str]:
+    """Copy :func:`extra_files` of ``src`` into ``dst``; returns what was left out."""
+    files, left = extra_files(src, limit)
+    for rel, data in files.items():
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dst / rel).write_bytes(data)
     return left
 
 
