@@ -1,21 +1,27 @@
-"""Grading throughput: ``course_tools.grade`` with ``--jobs 1`` against ``--jobs 2``.
+"""Grading throughput: ``course_tools.grade`` sandboxed against ``--sandbox none``, and
+``--jobs 1`` against ``--jobs 2``.
 
-    .venv/bin/python benchmarks/grade_jobs.py [--students 32] [--assignment lesson1] [--jobs 1 2]
+    .venv/bin/python benchmarks/grade_jobs.py [--students 32] [--assignment lesson1]
+        [--jobs 2] [--sandbox bwrap none]
 
 Method: a class of N students is written from the assignment's own notebooks (the model
 answer, the blank release, each pack of plausible wrong answers of
 tests/wrong_answers/<assignment>.py, a partly wrong one and a noisy one that prints and warns,
 repeated under new names up to N); no submission in it times out, so every run must give the
-same grades.  The class is graded once per ``--jobs`` value, each run from scratch in a fresh
-output folder (generate_assignment, the model answer's reference run, every student), timed
-by wall clock around the whole ``grade()`` call.  The grades.csv files must be identical
-(the script fails otherwise).  The table gives students, seconds, submissions per minute and
-the speed-up over the first ``--jobs`` value.  On a shared machine the seconds are noisy:
+same grades.  The class is graded once per (``--sandbox``, ``--jobs``) pair, in that order, each run from
+scratch in a fresh output folder (generate_assignment, the model answer's reference run,
+every student), timed by wall clock around the whole ``grade()`` call.  The scores and
+statuses must be identical across runs (the script fails otherwise; the detail column
+differs by design: ``--sandbox none`` says so in every row).  The table gives students,
+seconds, submissions per minute and the throughput relative to the first run (with the
+defaults: the sandboxed run's throughput as a fraction of the unsandboxed one's is the last
+row's reciprocal).  On a shared machine the seconds are noisy:
 quote one run's ratio, not a best of several.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import sys
 import tempfile
@@ -60,28 +66,37 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=32)  # the fixed cost shrinks next to a class
     parser.add_argument("--assignment", default="lesson1")
-    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--jobs", type=int, nargs="+", default=[2])
+    parser.add_argument("--sandbox", nargs="+", default=["bwrap", "none"],
+                        choices=["bwrap", "none"])
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="grade-jobs-") as tmp:
         root = Path(tmp)
         subs = build_class(args.assignment, args.students, root)
         rows = []
-        for jobs in args.jobs:
-            out = root / f"out-jobs{jobs}"
-            start = time.monotonic()
-            grade(subs, out, [args.assignment], REPO, echo=lambda *a: None, jobs=jobs)
-            seconds = time.monotonic() - start
-            rows.append((jobs, seconds, (out / "grades.csv").read_bytes()))
-        same = all(r[2] == rows[0][2] for r in rows)
+        for box in args.sandbox:
+            for jobs in args.jobs:
+                out = root / f"out-{box}-jobs{jobs}"
+                start = time.monotonic()
+                grade(subs, out, [args.assignment], REPO, echo=lambda *a: None, jobs=jobs,
+                      sandbox=box)
+                seconds = time.monotonic() - start
+                with open(out / "grades.csv", newline="") as f:
+                    grades = [(r["student"], r["score"], r["status"]) for r in csv.DictReader(f)]
+                rows.append((box, jobs, seconds, grades))
+        same = all(r[3] == rows[0][3] for r in rows)
         print(f"{args.students} students of {args.assignment}, {os.cpu_count()} CPUs; "
-              f"grades.csv identical across runs: {'yes' if same else 'NO'}")
+              f"scores and statuses identical across runs: {'yes' if same else 'NO'}")
         print()
-        print("| jobs | students | seconds | submissions/minute | speed-up |")
-        print("|---:|---:|---:|---:|---:|")
-        for jobs, seconds, _ in rows:
-            print(f"| {jobs} | {args.students} | {seconds:.1f} | "
-                  f"{60 * args.students / seconds:.1f} | {rows[0][1] / seconds:.2f}x |")
+        print("| sandbox | jobs | students | seconds | submissions/minute | throughput vs first row |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for box, jobs, seconds, _ in rows:
+            print(f"| {box} | {jobs} | {args.students} | {seconds:.1f} | "
+                  f"{60 * args.students / seconds:.1f} | {rows[0][2] / seconds:.2f}x |")
+        if [r[0] for r in rows[:2]] == ["bwrap", "none"] and rows[0][1] == rows[1][1]:
+            print(f"\nsandboxed throughput = {rows[1][2] / rows[0][2]:.1%} of --sandbox none's "
+                  f"(jobs {rows[0][1]}, one run each)")
         return 0 if same else 1
 
 

@@ -242,6 +242,10 @@ def _stop_words(result: JobResult, facts: JobFacts, limits: Limits) -> tuple[str
                     f"the {limits.job_memory / 2**30:g} GiB of memory a job may use, so the "
                     "sandbox ended its kernel; later cells did not run",
                     f"the job's memory limit was reached in {where}")
+        if _scratch_full(box, limits):
+            return (Status.DISK_LIMIT, f"kernel died in {where} after filling the sandbox's "
+                    f"{limits.scratch / 2**30:g} GiB scratch space; later cells did not run",
+                    dead[0].get("reason", ""))
         return (KERNEL_DIED, f"kernel died in {where}; later cells did not run",
                 dead[0].get("reason", ""))
     slow = [e for e in ended if e.get("status") in ("timeout", "unresponsive")]
@@ -250,9 +254,13 @@ def _stop_words(result: JobResult, facts: JobFacts, limits: Limits) -> tuple[str
         how = ("ignored the interrupt, so the kernel was stopped and later cells did not run"
                if first.get("status") == "unresponsive" else "was interrupted")
         more = f" (and {len(slow) - 1} more cell(s))" if len(slow) > 1 else ""
-        status = Status.PROCESS_LIMIT if box.process_cap_hits else TIMEOUT
-        cap = (f" after hitting the sandbox's cap of {limits.processes} processes"
-               if box.process_cap_hits else "")
+        status, cap = TIMEOUT, ""
+        if box.process_cap_hits:
+            status, cap = (Status.PROCESS_LIMIT,
+                           f" after hitting the sandbox's cap of {limits.processes} processes")
+        elif _scratch_full(box, limits):
+            status, cap = (Status.DISK_LIMIT, f" after filling the sandbox's "
+                           f"{limits.scratch / 2**30:g} GiB scratch space")
         return (status, f"timed out in {cell_label(first)}{more}{cap}: it ran past the "
                 f"{limits.cell_timeout} s limit per cell and {how}",
                 first.get("reason", ""))
@@ -269,13 +277,25 @@ def _stop_words(result: JobResult, facts: JobFacts, limits: Limits) -> tuple[str
     return GRADED, "", ""
 
 
+def _scratch_full(box, limits: Limits) -> bool:
+    """Did the job fill its scratch space?  (A write that fails part-way leaves a few tens
+    of MiB unused, so 95 % counts as full.)"""
+    return bool(box.peak_scratch) and box.peak_scratch >= 0.95 * limits.scratch
+
+
 def _sandbox_notes(result: JobResult, limits: Limits) -> list[str]:
     """Limits a job reached without being stopped by them (said in its detail)."""
     box, notes = result.sandbox, []
     if box.process_cap_hits:
         notes.append(f"it reached the sandbox's cap of {limits.processes} processes (new "
                      "processes or threads failed)")
-    if box.peak_scratch and box.peak_scratch >= limits.scratch - 2**20:
+    if box.memory_events and not box.oom_kills:
+        notes.append(f"it reached the job's memory cap of {limits.job_memory / 2**30:g} GiB "
+                     "(allocations failed)")
+    elif box.oom_kills:
+        notes.append(f"it used more than the job's {limits.job_memory / 2**30:g} GiB of memory:"
+                     f" the sandbox killed {box.oom_kills} of its processes")
+    if _scratch_full(box, limits):
         notes.append(f"it filled the sandbox's {limits.scratch / 2**30:g} GiB scratch space "
                      "(writes failed: no space left on device)")
     if box.survivors:

@@ -391,6 +391,7 @@ def bwrap_argv(cfg: SandboxConfig, connection_file: str) -> list[str]:
         if p.is_file() and not p.is_symlink() and p.suffix != ".ipynb" \
                 and not any(part.startswith(".") for part in rel.parts):
             argv += ["--ro-bind", str(p), f"{WORKDIR}/{rel.as_posix()}"]
+    argv += ["--remount-ro", "/dev", "--remount-ro", "/"]  # only the tmpfs mounts are writable
     env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
            "HOME": HOME, "TMPDIR": SCRATCH, "IPYTHONDIR": f"{HOME}/.ipython",
            "MPLCONFIGDIR": f"{HOME}/.matplotlib", "LANG": "C.UTF-8",

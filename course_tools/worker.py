@@ -153,6 +153,7 @@ def _sandbox_setup(spec: JobSpec, d: Path):
     cfg.to_file(d / "sandbox-config.json")
     sandbox.kernel_spec(p["jupyter"], d / "sandbox-config.json")
     os.environ["JUPYTER_PATH"] = str(p["jupyter"])
+    os.environ["JUPYTER_RUNTIME_DIR"] = str(d / "runtime")  # connection files: private
     return group
 
 
