@@ -34,6 +34,7 @@ STATUS_WORDS = {
     "invalid_notebook": "the file is not a notebook",
     "bad_student_id": "the folder name cannot be used as a student id",
     "autograde_error": "the grader failed on this notebook",
+    "interrupted": "grading was interrupted before this notebook was graded",
 }
 """What each status means, for students."""
 

@@ -114,6 +114,8 @@ class Grading(list):
     problems: list[str]
     notes: list[str]
     sandbox: str
+    interrupted: bool = False
+    where: str = ""
     seconds: float
     jobs: int
 
@@ -264,6 +266,8 @@ def _stop_words(result: JobResult, facts: JobFacts, limits: Limits) -> tuple[str
         return (status, f"timed out in {cell_label(first)}{more}{cap}: it ran past the "
                 f"{limits.cell_timeout} s limit per cell and {how}",
                 first.get("reason", ""))
+    if result.refused:
+        return AUTOGRADE_ERROR, f"not graded: {result.refused}", "the job was refused"
     if not result.ok and not result.error:
         where = f" in {cell_label(facts.running)}" if facts.running else ""
         code = result.exit_code
@@ -377,7 +381,8 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
           max_output: int = DEFAULT_MAX_OUTPUT,
           memory_limit_gib: float = DEFAULT_MEMORY_LIMIT_GIB,
           processes: int = DEFAULT_PROCESSES,
-          sandbox: str = Sandbox.BWRAP) -> Grading:
+          sandbox: str = Sandbox.BWRAP, scheduler: str | None = None,
+          progress_bar: bool | None = None) -> Grading:
     """Grade every student folder in ``submissions`` for ``names`` (default: the course's
     assignments that some student submitted) and write the results under ``out``.
 
@@ -390,6 +395,9 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
             the job as a whole (where a cgroup can be made) that plus its scratch space.
         processes: tasks one job's sandbox may hold.
         sandbox: ``"bwrap"`` (learner code in bubblewrap; the default) or ``"none"``.
+        scheduler: a Dask scheduler's address: run the jobs on its workers
+            (course_tools.cluster) instead of ``jobs`` local processes.
+        progress_bar: show a tqdm bar on stderr (default: when stderr is a terminal).
 
     Returns a :class:`Grading`: one :class:`~course_tools.feedback.Report` per student and
     assignment.  Raises :class:`GradeError` when grading cannot start (the sandbox cannot be
@@ -409,6 +417,13 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     if not submissions.is_dir():
         raise GradeError(f"SUBMISSIONS {submissions} is not a folder")
     box_words = _sandbox_words(sandbox, limits)  # refuses (nothing written) without bwrap
+    client = None
+    if scheduler:
+        from .cluster import ClusterError, connect
+        try:
+            client = connect(scheduler)
+        except ClusterError as exc:
+            raise GradeError(str(exc)) from None
     known = course_assignments(course)
     entries = sorted(p for p in submissions.iterdir() if not p.name.startswith((".", "__")))
     students = [p for p in entries if p.is_dir()]
@@ -450,8 +465,9 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     fingerprint = course_lib_fingerprint()
     run_id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
+    where = (f"on the Dask cluster at {scheduler}" if scheduler else f"with {jobs} job(s)")
     echo(f"Grading {', '.join(names)} for {len(students)} student(s) from {submissions} "
-         f"with {jobs} job(s) (cell timeout {limits.cell_timeout} s, notebook budget "
+         f"{where} (cell timeout {limits.cell_timeout} s, notebook budget "
          f"{limits.notebook_timeout:g} s, memory "
          + (f"{limits.memory / 2**30:g} GiB" if limits.memory else "not limited")
          + f" per process); {box_words}")
@@ -489,25 +505,37 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     specs[:0] = [_make_spec(f"{run_id}-ref{i:03d}", REFERENCE_STUDENT, name, course,
                             sources[name], gradebook, limits, sandbox, fingerprint, None, None)
                  for i, name in enumerate(wanted)]
-    n_done = [0]
-
-    def progress(spec: JobSpec, result: JobResult) -> None:
-        n_done[0] += 1
-        who = "model answer" if spec.reference else spec.student
-        echo(f"  [{n_done[0]}/{len(specs)}] {who}/{spec.assignment} "
-             f"{result.seconds:.1f} s" + (" (over budget: stopped)" if result.over_budget else ""))
-
-    results = run_all(specs, jobs, on_done=progress)
+    bar = _Progress(len(specs), echo, progress_bar)
+    try:
+        if client is not None:
+            from .cluster import run_on_cluster
+            results, interrupted = run_on_cluster(client, specs, on_done=bar.done)
+        else:
+            results, interrupted = run_all(specs, jobs, on_done=bar.done)
+    finally:
+        bar.close()
+        if client is not None:
+            client.close()
+    missing = [spec for spec in specs if spec.job_id not in results]
+    if interrupted or missing:
+        interrupted = True
+        for spec in missing:
+            if not spec.reference:
+                r = by_job[spec.job_id]
+                r.status = Status.INTERRUPTED
+                r.detail = "not graded: grading was interrupted before this notebook was graded"
 
     references = {}
     for spec in specs:
-        if spec.reference:
+        if spec.reference and spec.job_id in results:
             src, result = sources[spec.assignment], results[spec.job_id]
             facts = JobFacts.from_events(result.events)
             try:
                 if result.over_budget:
                     raise ReferenceError_(f"the model answer ran past the "
                                           f"{limits.notebook_timeout:g} s budget")
+                if result.refused:
+                    raise ReferenceError_(f"the model answer was not graded: {result.refused}")
                 if not result.ok and result.error:
                     raise ReferenceError_(result.error.strip().splitlines()[-1][:300])
                 references[spec.assignment] = reference_records(facts, src.tests)
@@ -525,7 +553,12 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
         {name: {f"{nb}/{gid}": recs for (nb, gid), recs in ref.items()}
          for name, ref in references.items()}, indent=1) + "\n")
     for spec in specs:
-        if not spec.reference:
+        if not spec.reference and spec.job_id in results:
+            if spec.assignment not in references:  # interrupted before its model answer
+                r = by_job[spec.job_id]
+                r.status = Status.INTERRUPTED
+                r.detail = "not graded: grading was interrupted before the model answer ran"
+                continue
             _finish_job(spec, results[spec.job_id], sources[spec.assignment],
                         references[spec.assignment], limits, by_job[spec.job_id], out, root,
                         db_url, *answered[spec.job_id])
@@ -548,12 +581,46 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
             sandboxing.JobCgroup("x", [str(d)]).remove()
     grading = Grading(rows)
     grading.problems, grading.jobs = problems, jobs
+    grading.interrupted = interrupted
+    grading.where = where
     grading.notes = grading_notes
     grading.sandbox = box_words
     grading.seconds = time.monotonic() - started
     _write_outputs(out, rows)
     _print_report(grading, out, ignored, echo)
     return grading
+
+
+class _Progress:
+    """One line per finished job (``echo``) and, at a terminal, a tqdm bar with the jobs
+    done, failed and per minute."""
+
+    def __init__(self, total: int, echo, show: bool | None):
+        from tqdm import tqdm
+
+        self.total, self.echo, self.n, self.failed = total, echo, 0, 0
+        self.start = time.monotonic()
+        self.bar = tqdm(total=total, unit="job", desc="grading", dynamic_ncols=True,
+                        disable=(not sys.stderr.isatty()) if show is None else not show)
+
+    def done(self, spec: JobSpec, result: JobResult) -> None:
+        self.n += 1
+        if result.refused or not result.ok or result.over_budget:
+            self.failed += 1
+        who = "model answer" if spec.reference else spec.student
+        line = (f"  [{self.n}/{self.total}] {who}/{spec.assignment} {result.seconds:.1f} s"
+                + (" (over budget: stopped)" if result.over_budget else "")
+                + (f" (not run: {result.refused})" if result.refused else ""))
+        if self.bar.disable:
+            self.echo(line)
+        else:
+            self.bar.write(line)
+        minutes = max(time.monotonic() - self.start, 1e-9) / 60
+        self.bar.set_postfix(failed=self.failed, per_min=f"{self.n / minutes:.1f}")
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def _sandbox_words(sandbox: Sandbox, limits: Limits) -> str:
@@ -615,8 +682,11 @@ def _print_report(grading: Grading, out: Path, ignored: list[str], echo) -> None
                      f"{', '.join(overruled)}")
     per_min = 60 * len(grading) / grading.seconds if grading.seconds else 0.0
     lines.append(grading.sandbox)
-    lines.append(f"throughput: {len(grading)} submissions in {grading.seconds:.1f} s with "
-                 f"{grading.jobs} job(s) = {per_min:.1f} submissions/minute (the whole run; "
+    if grading.interrupted:
+        lines.append("INCOMPLETE: grading was interrupted (Ctrl-C); rows marked interrupted "
+                     "were not graded: run the command again to grade them")
+    lines.append(f"throughput: {len(grading)} submissions in {grading.seconds:.1f} s "
+                 f"{grading.where or f'with {grading.jobs} job(s)'} = {per_min:.1f} submissions/minute (the whole run; "
                  f"{len(ran)} autograded, plus the model answer, in "
                  f"{sum(r.seconds for r in ran):.0f} s of job time)")
     if ignored:
@@ -665,6 +735,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-limit", type=float, default=DEFAULT_MEMORY_LIMIT_GIB,
                         metavar="GIB", help="address space one notebook's kernel may use, in "
                         f"GiB (default {DEFAULT_MEMORY_LIMIT_GIB:g}; 0: no limit)")
+    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help="grade on the Dask cluster whose scheduler is at ADDRESS "
+                             "(tcp://HOST:8786) instead of --jobs local processes")
     parser.add_argument("--processes", type=int, default=DEFAULT_PROCESSES, metavar="N",
                         help=f"processes and threads one job's sandbox may hold (default "
                              f"{DEFAULT_PROCESSES})")
@@ -677,10 +750,12 @@ def main(argv: list[str] | None = None) -> int:
                         jobs=args.jobs, cell_timeout=args.cell_timeout,
                         notebook_timeout=args.notebook_timeout, max_output=args.max_output,
                         memory_limit_gib=args.memory_limit, processes=args.processes,
-                        sandbox=args.sandbox)
+                        sandbox=args.sandbox, scheduler=args.scheduler)
     except GradeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if grading.interrupted:
+        return 130
     return 1 if grading.problems or any(r.status == AUTOGRADE_ERROR for r in grading) else 0
 
 

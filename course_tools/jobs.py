@@ -18,8 +18,9 @@ from .worker import LocalJob, use_fork
 
 
 def run_all(specs: list[JobSpec], n: int, on_done: Callable[[JobSpec, JobResult], None]
-            | None = None, poll: float = 0.05) -> dict[str, JobResult]:
-    """Run ``specs`` (in order) with at most ``n`` at a time; returns ``{job_id: result}``.
+            | None = None, poll: float = 0.05) -> tuple[dict[str, JobResult], bool]:
+    """Run ``specs`` (in order) with at most ``n`` at a time; returns ``({job_id: result},
+    interrupted)``: on Ctrl-C the jobs in flight are killed and the finished ones returned.
     ``on_done(spec, result)`` is called as each finishes."""
     if n < 1:
         raise ValueError(f"jobs must be at least 1, got {n}")
@@ -27,6 +28,7 @@ def run_all(specs: list[JobSpec], n: int, on_done: Callable[[JobSpec, JobResult]
     queue = list(specs)
     running: list[LocalJob] = []
     results: dict[str, JobResult] = {}
+    interrupted = False
     try:
         while queue or running:
             while queue and len(running) < n:
@@ -41,8 +43,10 @@ def run_all(specs: list[JobSpec], n: int, on_done: Callable[[JobSpec, JobResult]
                 results[job.spec.job_id] = result
                 if on_done:
                     on_done(job.spec, result)
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
-        for job in running:  # interrupted (Ctrl-C): leave nothing behind
+        for job in running:  # interrupted: leave nothing behind
             job.kill()
             job.result(job.reap())
-    return results
+    return results, interrupted

@@ -38,6 +38,7 @@ class Status(StrEnum):
     INVALID_NOTEBOOK = "invalid_notebook"
     BAD_STUDENT_ID = "bad_student_id"
     AUTOGRADE_ERROR = "autograde_error"
+    INTERRUPTED = "interrupted"
 
 
 class Sandbox(StrEnum):
@@ -178,6 +179,9 @@ class JobResult:
     job_id: str
     ok: bool = False
     error: str = ""
+    refused: str = ""
+    """Why the job was not run at all (a worker with another course_lib, one that cannot
+    build the sandbox, a job that killed the workers grading it): said as it is."""
     events: list = field(default_factory=list)
     autograded: dict = field(default_factory=dict)
     nbgrader_scores: dict = field(default_factory=dict)
@@ -198,7 +202,8 @@ class JobResult:
             raise ProtocolError(f"job result: not JSON ({exc})") from None
         if not isinstance(d, dict):
             raise ProtocolError("job result: should be an object")
-        for name, kind in (("job_id", str), ("ok", bool), ("error", str), ("events", list),
+        for name, kind in (("job_id", str), ("ok", bool), ("error", str), ("refused", str),
+                           ("events", list),
                            ("autograded", dict), ("nbgrader_scores", dict), ("log", str),
                            ("over_budget", bool), ("seconds", (int, float)),
                            ("sandbox", dict)):

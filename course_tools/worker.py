@@ -232,11 +232,9 @@ def execute(spec: JobSpec, d: Path, forked: bool = False) -> None:
         from .integrity import course_lib_fingerprint
 
         result: dict = {"ok": False, "error": "", "nbgrader_scores": {}, "autograded": {}}
-        mine = course_lib_fingerprint()
-        if mine != spec.course_lib:
-            result["error"] = (f"refused: this worker's course_lib ({mine[:12]}) is not the "
-                               f"one the grade command runs ({spec.course_lib[:12]}); install "
-                               "the same version of the course on every worker")
+        refused = refusal(spec)
+        if refused:
+            result["refused"] = refused
         else:
             write_root(spec, p["root"])
             import resource
@@ -274,6 +272,27 @@ def execute(spec: JobSpec, d: Path, forked: bool = False) -> None:
                 os._exit(code)
     if code:
         raise SystemExit(code)
+
+
+def refusal(spec: JobSpec) -> str:
+    """Why this machine must not run ``spec`` ("" if it may): its course_lib is not the one
+    the spec was made against, or the spec asks for a sandbox this machine cannot build."""
+    import socket
+
+    from .integrity import course_lib_fingerprint
+
+    mine = course_lib_fingerprint()
+    if mine != spec.course_lib:
+        return (f"the worker on {socket.gethostname()} has another course_lib (digest "
+                f"{mine[:12]}, the grade command's {spec.course_lib[:12]}): install the same "
+                "version of the course on every worker")
+    if spec.sandbox == Sandbox.BWRAP:
+        from .sandbox import SandboxUnavailable, probe
+        try:
+            probe()
+        except SandboxUnavailable as exc:
+            return f"the worker on {socket.gethostname()} cannot build the sandbox: {exc}"
+    return ""
 
 
 def events(progress: Path) -> list[dict]:
@@ -321,6 +340,7 @@ def collect(spec: JobSpec, d: Path, exit_code: int | None, over_budget: bool,
     if isinstance(raw, dict):
         res.ok = raw.get("ok") is True
         res.error = str(raw.get("error", ""))
+        res.refused = str(raw.get("refused", ""))
         if isinstance(raw.get("nbgrader_scores"), dict):
             res.nbgrader_scores = raw["nbgrader_scores"]
         if isinstance(raw.get("autograded"), dict):

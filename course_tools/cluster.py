@@ -1,0 +1,131 @@
+"""Grading jobs on a Dask cluster (``dask.distributed``) instead of local worker processes.
+
+    python -m course_tools.grade SUBMISSIONS --out OUT --scheduler tcp://HOST:8786
+
+Each job travels whole: its :class:`~course_tools.protocol.JobSpec` (JSON) goes to a Dask
+worker, which runs :func:`grade_remotely` (the job in a child process of its own, in the same
+sandbox as local grading: :func:`course_tools.worker.run_job`) and sends back the
+:class:`~course_tools.protocol.JobResult` (JSON).  Nothing is shared but the scheduler's
+address: no file system, no pickled course objects.
+
+Faults:
+
+* a worker whose course_lib differs from the grade command's (the spec carries its digest),
+  or that cannot build the sandbox, refuses the job: the job's result says why
+  (``refused``), and the row reports it;
+* a worker that dies while it runs a job (killed, its machine lost): the scheduler runs the
+  job again elsewhere, once (the grade command sets the scheduler's ``allowed_failures`` to
+  1); a job that killed two workers is reported as such and the rest of the class is graded;
+* a scheduler that cannot be reached: :class:`ClusterError` naming the address, before
+  anything is written;
+* Ctrl-C: the jobs in flight are cancelled and what was graded so far is kept.
+
+Start a cluster with ``dask scheduler`` and ``dask worker`` (course_tools/README.md).
+"""
+from __future__ import annotations
+
+import socket
+from typing import Callable
+
+from .protocol import JobResult, JobSpec
+
+RETRIES_AFTER_A_DEAD_WORKER = 1
+"""How many times a job whose worker died is run again elsewhere."""
+
+
+class ClusterError(RuntimeError):
+    """The Dask scheduler cannot be reached or used (one line naming the address)."""
+
+
+def connect(address: str, timeout: float = 10.0):
+    """A ``distributed.Client`` on the scheduler at ``address`` (``tcp://HOST:PORT``), with
+    at least one worker; raises :class:`ClusterError` otherwise."""
+    try:
+        from distributed import Client
+    except ImportError as exc:  # pragma: no cover - pinned in requirements.txt
+        raise ClusterError(f"dask.distributed is not installed ({exc})") from None
+    try:
+        client = Client(address, timeout=f"{timeout}s", set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: "
+                           f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                           .rstrip(": ")) from None
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (TimeoutError, OSError):
+        client.close()
+        raise ClusterError(f"the Dask scheduler at {address} has no workers: start some with "
+                           f"`dask worker {address}`") from None
+    return client
+
+
+def _allow_failures(dask_scheduler=None, n: int = RETRIES_AFTER_A_DEAD_WORKER) -> int:
+    """On the scheduler: a task whose worker dies is rescheduled ``n`` times, then fails with
+    ``KilledWorker``."""
+    dask_scheduler.allowed_failures = n
+    return n
+
+
+def grade_remotely(spec_json: str) -> str:
+    """On a Dask worker: run one job (validated, refused if this machine must not run it)
+    and return its result as JSON."""
+    from .protocol import JobSpec as Spec
+    from .worker import refusal, run_job
+
+    spec = Spec.from_json(spec_json)
+    why = refusal(spec)
+    if why:
+        return JobResult(job_id=spec.job_id, refused=why).to_json()
+    return run_job(spec).to_json()
+
+
+def task_key(spec: JobSpec) -> str:
+    """The Dask key of a job (names the student, so an instructor can follow it in the
+    dashboard)."""
+    who = "reference" if spec.reference else spec.student
+    return f"grade-{who}-{spec.assignment}-{spec.job_id}"
+
+
+def run_on_cluster(client, specs: list[JobSpec],
+                   on_done: Callable[[JobSpec, JobResult], None] | None = None
+                   ) -> tuple[dict[str, JobResult], bool]:
+    """Run ``specs`` on the cluster; returns ``({job_id: result}, interrupted)``: on Ctrl-C
+    the jobs in flight are cancelled and the finished ones returned."""
+    from distributed import as_completed
+    from distributed.scheduler import KilledWorker
+
+    client.run_on_scheduler(_allow_failures)
+    futures = {client.submit(grade_remotely, spec.to_json(), key=task_key(spec), pure=False,
+                             retries=0): spec for spec in specs}
+    results: dict[str, JobResult] = {}
+    try:
+        for fut in as_completed(list(futures), loop=client.loop):
+            spec = futures[fut]
+            try:
+                result = JobResult.from_json(fut.result())
+            except KilledWorker:
+                result = JobResult(job_id=spec.job_id, refused=(
+                    f"the Dask workers grading this notebook died {RETRIES_AFTER_A_DEAD_WORKER + 1}"
+                    " times (killed, or their machine lost), so it was not graded"))
+            except Exception as exc:  # noqa: BLE001 - one job's failure is its row, not the run's
+                line = (str(exc).strip().splitlines() or [""])[0][:300]
+                result = JobResult(job_id=spec.job_id, error=(
+                    f"the cluster could not run this job: {type(exc).__name__}: {line}"))
+            results[spec.job_id] = result
+            if on_done:
+                on_done(spec, result)
+    except KeyboardInterrupt:
+        client.cancel([f for f in futures if not f.done()], force=True)
+        return results, True
+    return results, False
+
+
+def scheduling_overhead_ms(client, n: int = 50) -> float:
+    """Milliseconds a trivial task takes to go through the scheduler and back (the mean of
+    ``n``, one at a time): the cost the cluster adds to each job."""
+    import time
+
+    start = time.perf_counter()
+    for i in range(n):
+        client.submit(socket.gethostname, key=f"noop-{i}-{time.time_ns()}", pure=False).result()
+    return 1000 * (time.perf_counter() - start) / n
