@@ -14,8 +14,12 @@ Faults:
   or that cannot build the sandbox, refuses the job: the job's result says why
   (``refused``), and the row reports it;
 * a worker that dies while it runs a job (killed, its machine lost): the scheduler runs the
-  job again elsewhere, once (the grade command sets the scheduler's ``allowed_failures`` to
-  1); a job that killed two workers is reported as such and the rest of the class is graded;
+  job again elsewhere.  Each run of a job counts its starts on the scheduler (task
+  metadata), so only a job that really ran when its worker died is charged, not one merely
+  queued there; a job that has started twice and is started a third time refuses to run and
+  is reported as having killed two workers; the rest of the class is graded.  (Dask's own
+  ``allowed_failures`` also charges queued tasks, so the grade command raises it on the
+  scheduler and leaves the decision to this count.);
 * a scheduler that cannot be reached: :class:`ClusterError` naming the address, before
   anything is written;
 * Ctrl-C: the jobs in flight are cancelled and what was graded so far is kept.
@@ -59,10 +63,32 @@ def connect(address: str, timeout: float = 10.0):
     return client
 
 
-def _allow_failures(dask_scheduler=None, n: int = RETRIES_AFTER_A_DEAD_WORKER) -> int:
-    """On the scheduler: a task whose worker dies is rescheduled ``n`` times, then fails with
-    ``KilledWorker``."""
-    dask_scheduler.allowed_failures = n
+DASK_ALLOWED_FAILURES = 100
+"""Set on the scheduler: Dask reschedules a task whose worker died this many times before it
+gives up; the job's own start count (:func:`grade_remotely`) decides well before."""
+_ATTEMPTS = "course-grade-attempts"
+
+
+def _allow_failures(dask_scheduler=None, n: int = DASK_ALLOWED_FAILURES) -> int:
+    """On the scheduler: raise ``allowed_failures`` (see :data:`DASK_ALLOWED_FAILURES`)."""
+    dask_scheduler.allowed_failures = max(dask_scheduler.allowed_failures, n)
+    return dask_scheduler.allowed_failures
+
+
+def _forget(dask_scheduler=None, job_ids: tuple = ()) -> None:
+    """On the scheduler: drop the start counts of finished jobs."""
+    counts = dask_scheduler.task_metadata.get(_ATTEMPTS, {})
+    for j in job_ids:
+        counts.pop(j, None)
+
+
+def _count_start(job_id: str) -> int:
+    """On a Dask worker: count one more start of this job (on the scheduler); returns it."""
+    from distributed import get_client
+
+    client = get_client()
+    n = int(client.get_metadata([_ATTEMPTS, job_id], default=0)) + 1
+    client.set_metadata([_ATTEMPTS, job_id], n)
     return n
 
 
@@ -73,6 +99,11 @@ def grade_remotely(spec_json: str) -> str:
     from .worker import refusal, run_job
 
     spec = Spec.from_json(spec_json)
+    starts = _count_start(spec.job_id)
+    if starts > RETRIES_AFTER_A_DEAD_WORKER + 1:
+        return JobResult(job_id=spec.job_id, refused=(
+            f"the Dask workers grading this notebook died {starts - 1} times while it ran "
+            "(killed, or their machine lost), so it was not graded")).to_json()
     why = refusal(spec)
     if why:
         return JobResult(job_id=spec.job_id, refused=why).to_json()
@@ -105,8 +136,8 @@ def run_on_cluster(client, specs: list[JobSpec],
                 result = JobResult.from_json(fut.result())
             except KilledWorker:
                 result = JobResult(job_id=spec.job_id, refused=(
-                    f"the Dask workers grading this notebook died {RETRIES_AFTER_A_DEAD_WORKER + 1}"
-                    " times (killed, or their machine lost), so it was not graded"))
+                    f"the Dask workers grading this notebook died {DASK_ALLOWED_FAILURES} "
+                    "times (killed, or their machine lost), so it was not graded"))
             except Exception as exc:  # noqa: BLE001 - one job's failure is its row, not the run's
                 line = (str(exc).strip().splitlines() or [""])[0][:300]
                 result = JobResult(job_id=spec.job_id, error=(
@@ -117,6 +148,11 @@ def run_on_cluster(client, specs: list[JobSpec],
     except KeyboardInterrupt:
         client.cancel([f for f in futures if not f.done()], force=True)
         return results, True
+    finally:
+        try:
+            client.run_on_scheduler(_forget, job_ids=tuple(s.job_id for s in specs))
+        except Exception:  # noqa: BLE001 - bookkeeping only
+            pass
     return results, False
 
 

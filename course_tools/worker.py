@@ -211,6 +211,19 @@ def _autograde(spec: JobSpec, d: Path) -> dict:
     return result
 
 
+def _die_with_parent() -> None:
+    """Be killed when the process that started this job dies (a killed grade command or Dask
+    worker leaves no job behind; the sandbox's launcher is tied to this process the same way)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:
+        os._exit(3)
+
+
 def execute(spec: JobSpec, d: Path, forked: bool = False) -> None:
     """Run one job in the private folder ``d`` (see the module docstring); writes
     ``d/result.json``.  With ``forked=True`` this is a forked child: it never returns
@@ -221,6 +234,7 @@ def execute(spec: JobSpec, d: Path, forked: bool = False) -> None:
     try:
         if forked:
             os.setsid()
+        _die_with_parent()
         log = os.open(p["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -374,12 +388,36 @@ def _killpg(pgid: int) -> None:
 
 
 def use_fork() -> bool:
-    """Fork children (True) or start them as subprocesses (False)?"""
+    """Fork children from this process (True), or start them from a fork server or as
+    subprocesses (False)?  Forking is only safe from a single-threaded process."""
     import threading
 
-    if os.environ.get("COURSE_GRADE_SPAWN") == "subprocess":
+    if os.environ.get("COURSE_GRADE_SPAWN") in ("subprocess", "forkserver"):
         return False
     return hasattr(os, "fork") and threading.active_count() == 1
+
+
+_PRELOAD = ["course_tools.worker", "course_tools.preprocessors", "nbgrader.converters",
+            "nbgrader.api", "nbclient", "jupyter_client", "course_lib.checks.records"]
+"""Modules the fork server imports once, so each job starts without importing nbgrader."""
+
+
+def _forkserver():
+    """A multiprocessing context whose children fork from a single-threaded server that has
+    nbgrader imported (for a multi-threaded parent such as a Dask worker), or None."""
+    import multiprocessing as mp
+
+    if os.environ.get("COURSE_GRADE_SPAWN") == "subprocess" or \
+            "forkserver" not in mp.get_all_start_methods():
+        return None
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)
+    return ctx
+
+
+def _serve(spec_json: str, d: str) -> None:
+    """A fork server's child: one job (the spec travels as JSON, like everywhere else)."""
+    execute(JobSpec.from_json(spec_json), Path(d), forked=True)
 
 
 class LocalJob:
@@ -390,9 +428,10 @@ class LocalJob:
         self.spec = spec
         self.dir = Path(tempfile.mkdtemp(prefix=f"job-{spec.job_id}-", dir=tmp))
         self.start = time.monotonic()
-        self.proc = None
+        self.proc = self.mp = None
         self.over_budget = False
         fork = use_fork() if fork is None else fork
+        ctx = None if fork else _forkserver()
         if fork:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -400,6 +439,11 @@ class LocalJob:
             if pid == 0:  # the child: never returns
                 execute(spec, self.dir, forked=True)
             self.pid = pid
+        elif ctx is not None:
+            self.mp = ctx.Process(target=_serve, args=(spec.to_json(), str(self.dir)),
+                                  daemon=False)
+            self.mp.start()
+            self.pid = self.mp.pid
         else:
             _paths(self.dir)["spec"].write_text(spec.to_json(), encoding="utf-8")
             self.proc = subprocess.Popen(
@@ -417,6 +461,8 @@ class LocalJob:
         """The exit code (negative: killed by that signal), or None while running."""
         if self.proc is not None:
             return self.proc.poll()
+        if self.mp is not None:
+            return self.mp.exitcode
         pid, status = os.waitpid(self.pid, os.WNOHANG)
         if pid == 0:
             return None

@@ -1,0 +1,247 @@
+"""Grading on a real Dask cluster (course_tools.cluster): a ``dask scheduler`` and ``dask
+worker`` processes started here on 127.0.0.1 (ports chosen at run time, each stopped by its
+pid at the end, also when a test fails), driven by the grade command's ``--scheduler``.
+
+* The CI class of lesson 1 (tests/grading_class.py, graded locally by the ``class_graded``
+  fixture) graded through two workers gives the same grades.csv, byte for byte.
+* A worker killed while it runs a job: the job is run again on another worker and graded; a
+  job whose workers are killed twice is reported as such, and the class is complete.
+* An unreachable scheduler: one line naming the address, exit status 2, nothing written.
+* A worker with another course_lib refuses the job, and the refusal is reported.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import wrong_answers
+from conftest import CLASS_SETTINGS
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+class Cluster:
+    """A loopback Dask cluster of real processes: ``start(n)`` workers, ``kill(pid)``,
+    ``stop()`` (every process started, by pid)."""
+
+    def __init__(self, folder: Path, env: dict | None = None):
+        self.folder = folder
+        self.file = folder / "scheduler.json"
+        self.procs: list[subprocess.Popen] = []
+        self.env = env
+        # one task per worker thread: a queued task is not counted against a worker that dies
+        sched_env = {**(env or os.environ), "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
+        self.scheduler = self._spawn([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1",
+                                      "--port", "0", "--no-dashboard", "--scheduler-file",
+                                      str(self.file)], "scheduler", sched_env)
+        for _ in range(300):
+            if self.file.is_file() and self.file.stat().st_size:
+                try:
+                    self.address = json.loads(self.file.read_text())["address"]
+                    break
+                except ValueError:
+                    pass
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("the Dask scheduler did not start: "
+                               + (folder / "scheduler.log").read_text()[-2000:])
+
+    def _spawn(self, argv: list[str], name: str, env: dict | None = None) -> subprocess.Popen:
+        log = open(self.folder / f"{name}.log", "ab")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder,
+                                env=env or self.env, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def start_worker(self, env: dict | None = None) -> subprocess.Popen:
+        return self._spawn([str(BIN / "dask"), "worker", "--scheduler-file", str(self.file),
+                            "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host",
+                            "127.0.0.1", "--name", f"w{len(self.procs)}"],
+                           f"worker{len(self.procs)}", env)
+
+    def client(self):
+        from distributed import Client
+        return Client(self.address, timeout="30s", set_as_default=False)
+
+    def wait_for_workers(self, n: int) -> None:
+        with self.client() as c:
+            c.wait_for_workers(n, timeout=120)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                proc.wait(10)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = Cluster(tmp_path)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def _grade(subs: Path, out: Path, *extra: str, course: Path = REPO, timeout: float = 1500,
+           env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "course_tools.grade", str(subs), "--out",
+                           str(out), "--course", str(course), *extra], capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO, env=env)
+
+
+def test_the_class_graded_on_two_workers_matches_local_grading(class_graded, cluster, tmp_path):
+    for _ in range(2):
+        cluster.start_worker()
+    cluster.wait_for_workers(2)
+    out = tmp_path / "out"
+    s = CLASS_SETTINGS
+    run = _grade(class_graded.submissions, out, "--assignment", class_graded.case.name,
+                 "--cell-timeout", str(s["cell_timeout"]), "--notebook-timeout",
+                 str(s["notebook_timeout"]), "--scheduler", cluster.address)
+    assert run.returncode in (0, 1), run.stderr[-3000:]
+    assert (out / "grades.csv").read_bytes() == (class_graded.out / "grades.csv").read_bytes()
+    local = class_graded.out / "feedback"
+    for f in sorted(local.rglob("*.md")):
+        assert (out / "feedback" / f.relative_to(local)).read_text() == f.read_text(), f
+    assert f"on the Dask cluster at {cluster.address}" in (out / "report.txt").read_text()
+
+
+def _slow_class(mini_course: Path, subs: Path, students: list[str], seconds: int) -> None:
+    release = nbformat.read(mini_course / "notebooks" / "mini" / "mini.ipynb", as_version=4)
+    source = nbformat.read(mini_course / "solutions" / "mini" / "mini.ipynb", as_version=4)
+    solution = wrong_answers.solution_submission(release, source)
+    for student in students:
+        nb = copy.deepcopy(solution)
+        nb.cells.insert(1, nbformat.v4.new_code_cell(f"import time\ntime.sleep({seconds})"))
+        path = subs / student / "mini" / "mini.ipynb"
+        path.parent.mkdir(parents=True)
+        nbformat.write(nb, path)
+
+
+def _worker_pids(client) -> dict[str, int]:
+    return client.run(os.getpid)
+
+
+def test_a_dead_worker_costs_one_retry_and_a_job_that_kills_two_is_reported(
+        mini_course, cluster, tmp_path):
+    """Three workers; ``retried``'s worker is killed once (its job runs again elsewhere and
+    is graded), ``doomed``'s twice (reported); a replacement worker starts after each kill."""
+    for _ in range(3):
+        cluster.start_worker()
+    cluster.wait_for_workers(3)
+    subs = tmp_path / "subs"
+    _slow_class(mini_course, subs, ["doomed", "retried", "steady"], 12)
+    out = tmp_path / "out"
+    kills: dict[str, int] = {"retried": 1, "doomed": 2}
+    done = threading.Event()
+    killed: list[str] = []
+
+    def executing(c) -> dict[str, list[str]]:
+        """``{worker address: keys it is running now}`` (not merely queued there)."""
+        return c.run(lambda dask_worker: [str(ts.key) for ts in dask_worker.state.executing])
+
+    def killer():
+        with cluster.client() as c:
+            while not done.is_set() and any(kills.values()):
+                for worker, keys in executing(c).items():
+                    who = next((s for s in kills for k in keys if f"grade-{s}-" in k
+                                and kills[s]), None)
+                    if who is None:
+                        continue
+                    time.sleep(2)  # let the job get going, then make sure it still runs there
+                    if not any(f"grade-{who}-" in k for k in executing(c).get(worker, [])):
+                        continue
+                    os.kill(_worker_pids(c)[worker], signal.SIGKILL)
+                    kills[who] -= 1
+                    killed.append(who)
+                    cluster.start_worker()
+                    break
+                time.sleep(0.2)
+    t = threading.Thread(target=killer, daemon=True)
+    t.start()
+    try:
+        run = _grade(subs, out, "--scheduler", cluster.address, course=mini_course,
+                     timeout=900)
+    finally:
+        done.set()
+        t.join(30)
+    assert sorted(killed) == ["doomed", "doomed", "retried"], (killed, run.stdout[-2000:])
+    rows = {r["student"]: r for r in json.loads((out / "results.json").read_text())}
+    assert set(rows) == {"doomed", "retried", "steady"}
+    assert rows["retried"]["status"] == "graded" and rows["retried"]["score"] == \
+        rows["retried"]["max_score"], rows["retried"]
+    assert rows["steady"]["status"] == "graded", rows["steady"]
+    assert rows["doomed"]["status"] == "autograde_error" and rows["doomed"]["score"] == 0
+    assert "workers grading this notebook died 2 times while it ran" in rows["doomed"]["detail"]
+
+
+def test_an_unreachable_scheduler_is_one_line_and_writes_nothing(mini_course, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed when the test runs: nobody listens there
+    subs = tmp_path / "subs"
+    _slow_class(mini_course, subs, ["ann"], 0)
+    address = f"tcp://127.0.0.1:{port}"
+    run = _grade(subs, tmp_path / "out", "--scheduler", address, course=mini_course,
+                 timeout=120)
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and address in lines[0] and "cannot reach" in lines[0], run.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_worker_with_another_course_lib_refuses_and_is_reported(mini_course, tmp_path):
+    alt = tmp_path / "alt"
+    shutil.copytree(REPO / "course_lib", alt / "course_lib",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(alt / "course_lib" / "units.py", "a") as f:
+        f.write("\n# another version of the course\n")
+    (tmp_path / "c").mkdir()
+    cluster = Cluster(tmp_path / "c")
+    try:
+        cluster.start_worker(env={**os.environ, "PYTHONPATH": str(alt)})
+        cluster.wait_for_workers(1)
+        with cluster.client() as c:
+            where = c.run(lambda: __import__("course_lib").__file__)
+        assert all(str(alt) in f for f in where.values()), where
+        subs = tmp_path / "subs"
+        _slow_class(mini_course, subs, ["ann"], 0)
+        run = _grade(subs, tmp_path / "out", "--scheduler", cluster.address,
+                     course=mini_course, timeout=300)
+    finally:
+        cluster.stop()
+    # the model answer is refused first, so nothing can be graded: said in one line
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "another course_lib" in run.stderr and "install the same version" in run.stderr
+
+
+def test_a_refused_student_job_is_a_row_not_a_loss():
+    from course_tools.cluster import grade_remotely
+    from course_tools.protocol import JobResult, JobSpec, Limits, Sandbox
+
+    limits = Limits(cell_timeout=5, notebook_timeout=30.0, max_cell_output=100,
+                    max_notebook_output=1000, memory=0, job_memory=0, processes=64,
+                    scratch=2**26, file_size=2**20)
+    spec = JobSpec(job_id="t-1", student="ann", assignment="mini", reference=False,
+                   notebooks={}, files={}, source_files={}, gradebook="", config="",
+                   limits=limits, sandbox=Sandbox.NONE, course_lib="not-this-one")
+    result = JobResult.from_json(grade_remotely(spec.to_json()))
+    assert result.job_id == "t-1" and not result.ok
+    assert "another course_lib" in result.refused
