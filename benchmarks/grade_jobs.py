@@ -2,7 +2,11 @@
 ``--jobs 1`` against ``--jobs 2``.
 
     .venv/bin/python benchmarks/grade_jobs.py [--students 32] [--assignment lesson1]
-        [--jobs 2] [--sandbox bwrap none]
+        [--jobs 2] [--sandbox bwrap none] [--cluster N]
+
+``--cluster N`` adds a run on a Dask cluster of N one-thread workers started on 127.0.0.1
+(course_tools.cluster.LoopbackCluster; its start is not timed), sandboxed, and prints the
+scheduling overhead per job (a trivial task's round trip through the scheduler, in ms).
 
 Method: a class of N students is written from the assignment's own notebooks (the model
 answer, the blank release, each pack of plausible wrong answers of
@@ -69,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, nargs="+", default=[2])
     parser.add_argument("--sandbox", nargs="+", default=["bwrap", "none"],
                         choices=["bwrap", "none"])
+    parser.add_argument("--cluster", type=int, default=0, metavar="N",
+                        help="also grade on a loopback Dask cluster of N workers")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="grade-jobs-") as tmp:
@@ -85,6 +91,25 @@ def main(argv: list[str] | None = None) -> int:
                 with open(out / "grades.csv", newline="") as f:
                     grades = [(r["student"], r["score"], r["status"]) for r in csv.DictReader(f)]
                 rows.append((box, jobs, seconds, grades))
+        overhead = None
+        if args.cluster:
+            from course_tools.cluster import LoopbackCluster, scheduling_overhead_ms
+
+            (root / "dask").mkdir()
+            with LoopbackCluster(root / "dask") as cluster:
+                for _ in range(args.cluster):
+                    cluster.start_worker()
+                cluster.wait_for_workers(args.cluster)
+                with cluster.client() as c:
+                    overhead = scheduling_overhead_ms(c)
+                out = root / "out-dask"
+                start = time.monotonic()
+                grade(subs, out, [args.assignment], REPO, echo=lambda *a: None,
+                      scheduler=cluster.address)
+                seconds = time.monotonic() - start
+            with open(out / "grades.csv", newline="") as f:
+                grades = [(r["student"], r["score"], r["status"]) for r in csv.DictReader(f)]
+            rows.append((f"bwrap, dask {args.cluster} workers", args.cluster, seconds, grades))
         same = all(r[3] == rows[0][3] for r in rows)
         print(f"{args.students} students of {args.assignment}, {os.cpu_count()} CPUs; "
               f"scores and statuses identical across runs: {'yes' if same else 'NO'}")
@@ -94,6 +119,14 @@ def main(argv: list[str] | None = None) -> int:
         for box, jobs, seconds, _ in rows:
             print(f"| {box} | {jobs} | {args.students} | {seconds:.1f} | "
                   f"{60 * args.students / seconds:.1f} | {rows[0][2] / seconds:.2f}x |")
+        if overhead is not None:
+            local = [r for r in rows if r[0] == "bwrap" and r[1] == args.cluster]
+            if local:
+                print(f"\ndask ({args.cluster} workers) throughput = "
+                      f"{local[0][2] / rows[-1][2]:.1%} of --jobs {args.cluster}'s; "
+                      f"scheduling overhead {overhead:.1f} ms per job")
+            else:
+                print(f"\nscheduling overhead {overhead:.1f} ms per job")
         if [r[0] for r in rows[:2]] == ["bwrap", "none"] and rows[0][1] == rows[1][1]:
             print(f"\nsandboxed throughput = {rows[1][2] / rows[0][2]:.1%} of --sandbox none's "
                   f"(jobs {rows[0][1]}, one run each)")

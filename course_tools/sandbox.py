@@ -62,6 +62,8 @@ _ENV_KEEP = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THR
              "OPENBLAS_NUM_THREADS", "PYTHONHASHSEED", "PYDEVD_DISABLE_FILE_VALIDATION",
              "COURSE_CHECK_RECORDS", "MPLBACKEND", "NBGRADER_EXECUTION",
              "JPY_SESSION_NAME")
+# COURSE_CHECK_RECORDS is course_lib.checks.records.ENV (not imported here: the launcher
+# starts with the standard library only, to start fast)
 """Variables of the worker's environment the kernel keeps (everything else is cleared)."""
 
 
@@ -392,13 +394,18 @@ def bwrap_argv(cfg: SandboxConfig, connection_file: str) -> list[str]:
                 and not any(part.startswith(".") for part in rel.parts):
             argv += ["--ro-bind", str(p), f"{WORKDIR}/{rel.as_posix()}"]
     argv += ["--remount-ro", "/dev", "--remount-ro", "/"]  # only the tmpfs mounts are writable
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
-           "HOME": HOME, "TMPDIR": SCRATCH, "IPYTHONDIR": f"{HOME}/.ipython",
-           "MPLCONFIGDIR": f"{HOME}/.matplotlib", "LANG": "C.UTF-8",
-           **{k: os.environ[k] for k in _ENV_KEEP if k in os.environ}, **cfg.env}
-    for k, v in env.items():
+    for k, v in _sandbox_env(cfg).items():
         argv += ["--setenv", k, str(v)]
     return argv + ["--", *cfg.argv]
+
+
+def _sandbox_env(cfg: SandboxConfig) -> dict[str, str]:
+    """The whole environment inside the sandbox (nothing else of the worker's is kept)."""
+    return {"PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": HOME, "TMPDIR": SCRATCH, "IPYTHONDIR": f"{HOME}/.ipython",
+            "MPLCONFIGDIR": f"{HOME}/.matplotlib", "LANG": "C.UTF-8",
+            **{k: os.environ[k] for k in _ENV_KEEP if k in os.environ},
+            **{k: str(v) for k, v in cfg.env.items()}}
 
 
 def _write_report(cfg: SandboxConfig, report: SandboxReport) -> None:
@@ -456,9 +463,11 @@ def main(argv: list[str] | None = None) -> int:
     r, w = os.pipe()
     proc = None
     try:
-        cmd = bwrap_argv(cfg, conn)
+        cmd, env = bwrap_argv(cfg, conn), _sandbox_env(cfg)
+        # bwrap's own PID 1 in the sandbox keeps the environment bwrap was started with
+        # (learner code can read /proc/1/environ): start it with the sandbox's, not ours
         proc = subprocess.Popen([cmd[0], "--info-fd", str(w), *cmd[1:]], pass_fds=(w,),
-                                stdin=subprocess.DEVNULL)
+                                stdin=subprocess.DEVNULL, env=env)
         os.close(w)
         with os.fdopen(r, "rb") as f:
             info = f.read(65536)

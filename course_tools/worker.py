@@ -43,6 +43,8 @@ import time
 import traceback
 from pathlib import Path
 
+from course_lib.checks.records import ENV as RECORDS_ENV
+
 from .protocol import JobResult, JobSpec, ProtocolError, Sandbox, SandboxFacts
 
 MAX_LOG_CHARS = 200_000
@@ -257,7 +259,7 @@ def execute(spec: JobSpec, d: Path, forked: bool = False) -> None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (lim.file_size, lim.file_size))
             if lim.memory:
                 resource.setrlimit(resource.RLIMIT_AS, (lim.memory, lim.memory))
-            os.environ["COURSE_CHECK_RECORDS"] = "1"
+            os.environ[RECORDS_ENV] = "1"
             os.environ.setdefault("MPLBACKEND", "Agg")
             os.environ.pop("JPY_PARENT_PID", None)
             if spec.sandbox == Sandbox.BWRAP:

@@ -28,71 +28,14 @@ import pytest
 
 import wrong_answers
 from conftest import CLASS_SETTINGS
+from course_tools.cluster import LoopbackCluster
 
 REPO = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
-
-
-class Cluster:
-    """A loopback Dask cluster of real processes: ``start(n)`` workers, ``kill(pid)``,
-    ``stop()`` (every process started, by pid)."""
-
-    def __init__(self, folder: Path, env: dict | None = None):
-        self.folder = folder
-        self.file = folder / "scheduler.json"
-        self.procs: list[subprocess.Popen] = []
-        self.env = env
-        # one task per worker thread: a queued task is not counted against a worker that dies
-        sched_env = {**(env or os.environ), "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
-        self.scheduler = self._spawn([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1",
-                                      "--port", "0", "--no-dashboard", "--scheduler-file",
-                                      str(self.file)], "scheduler", sched_env)
-        for _ in range(300):
-            if self.file.is_file() and self.file.stat().st_size:
-                try:
-                    self.address = json.loads(self.file.read_text())["address"]
-                    break
-                except ValueError:
-                    pass
-            time.sleep(0.1)
-        else:
-            raise RuntimeError("the Dask scheduler did not start: "
-                               + (folder / "scheduler.log").read_text()[-2000:])
-
-    def _spawn(self, argv: list[str], name: str, env: dict | None = None) -> subprocess.Popen:
-        log = open(self.folder / f"{name}.log", "ab")
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder,
-                                env=env or self.env, start_new_session=True)
-        self.procs.append(proc)
-        return proc
-
-    def start_worker(self, env: dict | None = None) -> subprocess.Popen:
-        return self._spawn([str(BIN / "dask"), "worker", "--scheduler-file", str(self.file),
-                            "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host",
-                            "127.0.0.1", "--name", f"w{len(self.procs)}"],
-                           f"worker{len(self.procs)}", env)
-
-    def client(self):
-        from distributed import Client
-        return Client(self.address, timeout="30s", set_as_default=False)
-
-    def wait_for_workers(self, n: int) -> None:
-        with self.client() as c:
-            c.wait_for_workers(n, timeout=120)
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                proc.wait(10)
 
 
 @pytest.fixture
 def cluster(tmp_path):
-    c = Cluster(tmp_path)
+    c = LoopbackCluster(tmp_path)
     try:
         yield c
     finally:
@@ -214,7 +157,7 @@ def test_a_worker_with_another_course_lib_refuses_and_is_reported(mini_course, t
     with open(alt / "course_lib" / "units.py", "a") as f:
         f.write("\n# another version of the course\n")
     (tmp_path / "c").mkdir()
-    cluster = Cluster(tmp_path / "c")
+    cluster = LoopbackCluster(tmp_path / "c")
     try:
         cluster.start_worker(env={**os.environ, "PYTHONPATH": str(alt)})
         cluster.wait_for_workers(1)

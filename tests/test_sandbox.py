@@ -78,12 +78,14 @@ except OSError: pass
     "reader": r'''
 import os
 for p in ("{SUBS}/honest/lesson1/lesson1.ipynb", "{REPO}/solutions/lesson1/lesson1.ipynb",
-          "{OUT}/course/gradebook.db", "{REPO}/tests/conftest.py", "{HOME}/.bashrc",
-          "/proc/1/environ"):
+          "{OUT}/course/gradebook.db", "{REPO}/tests/conftest.py", "{HOME}/.bashrc"):
     try:
         print("LEAKED", p, open(p, errors="replace").read()[:3000])
     except OSError as e:
         print("refused", p, type(e).__name__)
+for pid in [p for p in os.listdir("/proc") if p.isdigit()]:  # the grader's environment?
+    try: print("environ of", pid, open(f"/proc/{pid}/environ", errors="replace").read())
+    except OSError as e: print("refused environ", pid, type(e).__name__)
 for root in ("{SUBS}", "{OUT}", "{REPO}"):
     print("listing", root, os.path.exists(root))
 ''',
@@ -91,7 +93,7 @@ for root in ("{SUBS}", "{OUT}", "{REPO}"):
 import os, subprocess, sys
 for p in ("/tmp/sbx-{TAG}-writer", "{HOME}/sbx-{TAG}-writer", "{REPO}/course_lib/sbx_{TAG}.py",
           "{SUBS}/sbx-{TAG}-writer", "{OUT}/sbx-{TAG}-writer"):
-    try: open(p, "w").write("pwned"); print("WROTE", p)
+    try: open(p, "w").write("pwned"); print("wrote (the test looks on the host)", p)
     except OSError as e: print("refused", p, type(e).__name__)
 import course_lib
 try: open(os.path.join(os.path.dirname(course_lib.__file__), "units.py"), "a").write("\nBROKEN = 1\n"); print("WROTE course_lib")
@@ -127,11 +129,11 @@ except OSError as e:
 import os, time
 import numpy as np
 kids = []
-for i in range(4):
+for i in range(4):  # each child stays under the per-process cap, together they do not
     pid = os.fork()
     if pid == 0:
         try:
-            a = np.ones(int(1.9 * 2**30) // 8)
+            chunks = [np.ones(2**27 // 8) for _ in range(15)]  # 1.875 GiB, touched 128 MiB at a time
             time.sleep(30)
         finally:
             os._exit(0)
@@ -141,10 +143,11 @@ time.sleep(15)
     "filler": r'''
 import os
 for folder in ("/tmp", "/dev/shm", os.getcwd(), os.path.expanduser("~")):
-    try:
-        with open(os.path.join(folder, "fill-{TAG}"), "wb") as f:
-            for i in range(4096):
-                f.write(b"x" * 2**20)
+    try:  # many files: one may not pass the grader's cap on a file's size
+        for n in range(1000):
+            with open(os.path.join(folder, f"fill-{TAG}-{n}"), "wb") as f:
+                for i in range(64):
+                    f.write(b"x" * 2**20)
     except OSError as e:
         print("stopped in", folder, e.errno)
 ''',
@@ -160,7 +163,7 @@ for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
     if b"course_tools" in cmd or b"nbgrader" in cmd or b"pytest" in cmd:
         found.append(pid)
     if pid != os.getpid() and libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
-        print("TRACED", pid)
+        print("TRACED-GRADER" if pid in found else "traced a sandbox process", pid)
 print("FOUND-GRADER" if found else "grader not visible", found)
 ''',
     "symlinker": r'''
@@ -190,7 +193,8 @@ for cmd in (["unshare", "-r", "true"], ["mount", "-t", "tmpfs", "x", "/tmp/work"
         pass
 ''',
 }
-LEAK_WORDS = ("LEAKED", "WROTE", "CONNECTED", "TRACED", "FOUND-GRADER", "ESCAPED")
+LEAK_WORDS = ("LEAKED", "WROTE course_lib", "CONNECTED", "TRACED-GRADER", "FOUND-GRADER",
+              "ESCAPED")
 """Words an attack prints when it succeeded (never allowed in its graded notebook)."""
 
 
@@ -295,7 +299,8 @@ def hostile(tmp_path_factory):
     try:
         proc = subprocess.Popen([sys.executable, "-m", "course_tools.grade", str(subs), "--out",
                                  str(out), "--jobs", "2"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, cwd=REPO)
+                                stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                env={**os.environ, "GRADER_SECRET": f"grader-secret-{tag}"})
         try:
             stdout, stderr = proc.communicate(timeout=1500)
         finally:
@@ -371,6 +376,7 @@ def test_no_attack_saw_what_it_must_not(hostile):
         text += (out / "feedback" / student / f"{ASSIGNMENT}.md").read_text()
         assert not [w for w in LEAK_WORDS if w in text], (student, text[-3000:])
         assert hostile["secret"] not in text, student
+        assert f"grader-secret-{hostile['tag']}" not in text, student  # the grader's environment
 
 
 def test_a_limit_the_sandbox_enforced_is_named(hostile):
