@@ -62,6 +62,7 @@ import nbformat
 
 from . import (REPO_ROOT, assignments as course_assignments, copy_tree, course_dirs,
                load_config, open_gradebook, remove_tree, run_nbgrader)
+from . import exports, lms  # issue 12: LMS intake, LMS files and HTML feedback
 from .feedback import Report, hidden_lines, render_markdown
 from .intake import (INVALID_JSON, INVALID_NOTEBOOK, MISNAMED, MISSING, USABLE,
                      copy_extra_files, inspect_submission)
@@ -79,9 +80,9 @@ STATUSES = (GRADED, BLANK, TIMEOUT, KERNEL_DIED, MISSING, MISNAMED, INVALID_JSON
 MARKER = ".course-tools-grade"
 """File that marks a folder as this tool's output (so a re-run may clear it)."""
 _OUTPUTS = ("course", "feedback", "logs", "grades.csv", "results.json", "report.txt",
-            "reference.json")
+            "reference.json", "lms")
 _STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]*$")  # nbgrader reads ids as globs
-CSV_FIELDS = ("student", "assignment", "score", "max_score", "status", "detail")
+CSV_FIELDS = exports.GRADES_FIELDS  # issue 12: + lms_id, name, late
 
 DEFAULT_NOTEBOOK_TIMEOUT = 600
 """Seconds of wall clock one student's assignment may take, all cells together."""
@@ -345,7 +346,8 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
           notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT,
           max_output: int = DEFAULT_MAX_OUTPUT,
           memory_limit_gib: float = DEFAULT_MEMORY_LIMIT_GIB,
-          keep_work: bool = False) -> Grading:
+          keep_work: bool = False, layout: str | None = None, roster: Path | None = None,
+          canvas_gradebook: Path | None = None) -> Grading:
     """Grade every student folder in ``submissions`` for ``names`` (default: the course's
     assignments that some student submitted) and write the results under ``out``.
 
@@ -367,9 +369,23 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     if not isinstance(jobs, int) or jobs < 1:
         raise GradeError(f"--jobs must be a whole number >= 1, got {jobs!r}")
     settings = _settings(course, cell_timeout, notebook_timeout, max_output, memory_limit_gib)
+    known = course_assignments(course)
+    # --- issue 12: LMS intake: a folder or .zip in any layout -> <student>/<assignment>/ ---
+    original, staging = submissions, Path(tempfile.mkdtemp(prefix="course-intake-"))
+    try:
+        staged = lms.stage(submissions, staging, known, layout=layout, assignments=names,
+                           roster=roster)
+        if canvas_gradebook is not None:  # refused now, not after an hour of grading
+            exports.read_canvas_export(canvas_gradebook)
+    except (lms.LMSError, exports.ExportError) as exc:
+        remove_tree(staging)
+        raise GradeError(str(exc)) from None
+    submissions, names = staged.root, names or staged.assignments
+    echo(f"Submissions: {staged.layout} layout, {len({s.student for s in staged.submissions})} "
+         f"student(s), {', '.join(staged.assignments)}")
+    # --- end of the LMS intake ---
     if not submissions.is_dir():
         raise GradeError(f"SUBMISSIONS {submissions} is not a folder")
-    known = course_assignments(course)
     entries = sorted(p for p in submissions.iterdir() if not p.name.startswith((".", "__")))
     students = [p for p in entries if p.is_dir()]
     ignored = [p.name for p in entries if not p.is_dir()]
@@ -388,10 +404,10 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     ignored += sorted(f"{s.name}/{d.name}" for s in students for d in s.iterdir()
                       if d.is_dir() and d.name not in known and not d.name.startswith("."))
 
-    _prepare_out(out, submissions, course)
+    _prepare_out(out, original, course)
     source, release = course_dirs(course)
     guarded = [course / "nbgrader_config.py", *(course / source / n for n in names)]
-    before = {"submissions": tree_digest(submissions), "course": _digest_paths(guarded),
+    before = {"submissions": _digest_paths([original]), "course": _digest_paths(guarded),
               "course_lib": course_lib_digest()}
     root = out / "course"
     root.mkdir()
@@ -488,11 +504,12 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
             echo(f"worker roots kept in {work}")
         else:
             remove_tree(work)
+        remove_tree(staging)  # issue 12
     for r in rows:
         if not r.detail and r.notes:
             r.detail = "; ".join(r.notes)
 
-    after = {"submissions": tree_digest(submissions), "course": _digest_paths(guarded),
+    after = {"submissions": _digest_paths([original]), "course": _digest_paths(guarded),
              "course_lib": course_lib_digest()}
     problems = [f"{what} changed during grading ({', '.join(sorted(_changed(before[what], after[what])))[:300]})"
                 for what in before if before[what] != after[what]]
@@ -501,8 +518,12 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     grading = Grading(rows)
     grading.problems, grading.jobs = problems, jobs
     grading.notes = grading_notes
-    grading.seconds = time.monotonic() - started
+    lms.annotate(rows, staged)  # issue 12: LMS id, name, late, intake notes
     _write_outputs(out, rows)
+    grading.notes += staged.notes + exports.write_lms_files(  # issue 12: HTML, Canvas, Moodle
+        out, rows, staged, {n: s.hidden for n, s in sources.items()},
+        canvas_gradebook=canvas_gradebook, roster=roster)
+    grading.seconds = time.monotonic() - started
     _print_report(grading, out, ignored, echo)
     return grading
 
@@ -533,12 +554,7 @@ def _changed(a: dict, b: dict) -> set[str]:
 
 
 def _write_outputs(out: Path, reports: list[Report]) -> None:
-    with open(out / "grades.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(CSV_FIELDS)
-        for r in reports:
-            w.writerow([r.student, r.assignment, _fmt(r.score), _fmt(r.max_score), r.status,
-                        r.detail])
+    exports.write_grades_csv(out / "grades.csv", reports)  # issue 12: + lms_id, name, late
     (out / "results.json").write_text(json.dumps([asdict(r) for r in reports], indent=1) + "\n")
     for r in reports:
         path = out / "feedback" / r.student / f"{r.assignment}.md"
@@ -617,12 +633,23 @@ def main(argv: list[str] | None = None) -> int:
                         f"GiB (default {DEFAULT_MEMORY_LIMIT_GIB:g}; 0: no limit)")
     parser.add_argument("--keep-work", action="store_true",
                         help="keep the worker roots (for debugging the grader)")
+    # issue 12: LMS downloads in, LMS files out
+    parser.add_argument("--layout", choices=lms.LAYOUTS, default=None,
+                        help="layout of SUBMISSIONS (default: detected)")
+    parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
+                        help="LMS roster (Canvas gradebook export, Moodle grading worksheet, "
+                             "or id,name CSV): every student on it gets a row")
+    parser.add_argument("--canvas-gradebook", type=Path, default=None, metavar="EXPORT.csv",
+                        help="Canvas gradebook export to fill in: writes "
+                             "OUT/lms/canvas-<assignment>.csv for Canvas's import")
     args = parser.parse_args(argv)
     try:
         grading = grade(args.submissions, args.out, args.assignments, args.course,
                         jobs=args.jobs, cell_timeout=args.cell_timeout,
                         notebook_timeout=args.notebook_timeout, max_output=args.max_output,
-                        memory_limit_gib=args.memory_limit, keep_work=args.keep_work)
+                        memory_limit_gib=args.memory_limit, keep_work=args.keep_work,
+                        layout=args.layout, roster=args.roster,
+                        canvas_gradebook=args.canvas_gradebook)
     except GradeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
