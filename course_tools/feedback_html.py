@@ -103,46 +103,58 @@ def _box(c, hidden: list[str]) -> str:
         verdict = "passed"
     else:
         verdict = "failed"
-    colour = "#e6f4ea" if verdict == "passed" else "#fdecea"
+    kind = "course-pass" if verdict == "passed" else "course-fail"
     msg = redact(c.message, hidden) if c.message else ""
     if verdict == "failed" and not msg:
         msg = "(no message: the cell stopped or scored 0 without raising an error)"
-    parts = [f'<div class="course-feedback" style="background:{colour};padding:0.5em 1em;'
-             f'margin:0.3em 0 1em 0;border-radius:4px">',
+    # nbconvert passes raw cells through bleach: only its allowed tags, class and id
+    parts = [f'<div class="course-feedback {kind}">',
              f"<b>{html.escape(c.grade_id)}: {_pts(c.score)} / {_pts(c.max_score)} points"
              f"</b> ({verdict})"]
     if msg:
-        parts.append(f"<pre style=\"white-space:pre-wrap\">{html.escape(msg)}</pre>")
+        parts.append(f"<pre>{html.escape(msg)}</pre>")
     if c.note:
-        parts.append(f"<p><i>{html.escape(c.note)}</i></p>")
+        parts.append(f"<div><i>{html.escape(c.note)}</i></div>")
     parts.append("</div>")
     return "\n".join(parts)
 
 
+def _title(r: Report) -> str:
+    return f"# {r.assignment}: {_pts(r.score)} / {_pts(r.max_score)} points"
+
+
 def _header(r: Report, hidden: list[str]) -> str:
     words = STATUS_WORDS.get(r.status, r.status)
-    rows = "\n".join(
-        f"<tr><td><code>{html.escape(c.grade_id)}</code></td>"
-        f"<td style=\"text-align:right\">{_pts(c.score)} / {_pts(c.max_score)}</td></tr>"
-        for c in r.cells)
+    rows = "".join(f"<li><code>{html.escape(c.grade_id)}</code>: {_pts(c.score)} / "
+                   f"{_pts(c.max_score)} points</li>" for c in r.cells)
     notes = [c for c in [r.detail] if c and r.status != "graded"] + list(r.notes)
     notes = [redact(n, hidden) for n in notes]
-    out = [f"<h1>{html.escape(r.assignment)}: {_pts(r.score)} / {_pts(r.max_score)} points</h1>",
-           f"<p>Status: <b>{html.escape(r.status)}</b> ({html.escape(words)})"
-           + (" &middot; <b>late</b>" if getattr(r, "late", None) else "") + "</p>"]
+    out = ['<div class="course-summary">',
+           f"<div>Status: <b>{html.escape(r.status)}</b> ({html.escape(words)})"
+           + (" &middot; <b>late</b>" if getattr(r, "late", None) else "") + "</div>"]
     if rows:
-        out.append(f"<table><tr><th>Test cell</th><th>Points</th></tr>\n{rows}\n</table>")
+        out.append(f'<div>Test cells:</div><ul class="course-points">{rows}</ul>')
     if notes:
         out.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
     if r.answer_errors:
-        out.append("<p>Answer cells that raised an error (a test that uses a name your "
-                   "answer did not define fails too):</p><ul>" + "".join(
+        out.append("<div>Answer cells that raised an error (a test that uses a name your "
+                   "answer did not define fails too):</div><ul>" + "".join(
                        f"<li><code>{html.escape(g)}</code>: "
                        f"{html.escape(redact(t, hidden))}</li>"
                        for g, t in r.answer_errors.items()) + "</ul>")
-    out.append("<p>Below: your notebook as it was graded; under each test cell, its points "
-               "and what the check said.</p><hr>")
+    out.append("<div>Below: your notebook as it was graded; under each test cell, its points "
+               "and what the check said.</div></div>")
     return "\n".join(out)
+
+
+_CSS = """<style>
+.course-feedback { padding: 0.4em 1em; margin: 0.3em 0 1em 0; border-radius: 4px; }
+.course-pass { background: #e6f4ea; }
+.course-fail { background: #fdecea; }
+.course-feedback pre { white-space: pre-wrap; margin: 0.3em 0 0 0; }
+.course-summary { margin-bottom: 1em; border-bottom: 1px solid #ccc; padding-bottom: 0.5em; }
+</style>
+"""
 
 
 def feedback_notebook(graded: nbformat.NotebookNode | None, report: Report,
@@ -157,7 +169,7 @@ def feedback_notebook(graded: nbformat.NotebookNode | None, report: Report,
         return nb
     nb = copy.deepcopy(graded)
     by_gid = {c.grade_id: c for c in report.cells}
-    cells = [_raw_html(_header(report, hidden))]
+    cells = [nbformat.v4.new_markdown_cell(_title(report)), _raw_html(_header(report, hidden))]
     for cell in nb.cells:
         test, gid = _is_test(cell), _gid(cell)
         cell.metadata = nbformat.NotebookNode()
@@ -195,4 +207,4 @@ def render_html(graded: nbformat.NotebookNode | None, report: Report,
     exporter = HTMLExporter(template_name="lab")
     body, _ = exporter.from_notebook_node(nb, resources={
         "metadata": {"name": f"{report.assignment}: feedback"}})
-    return body
+    return body.replace("</head>", _CSS + "</head>", 1)

@@ -381,8 +381,7 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
         remove_tree(staging)
         raise GradeError(str(exc)) from None
     submissions, names = staged.root, names or staged.assignments
-    echo(f"Submissions: {staged.layout} layout, {len({s.student for s in staged.submissions})} "
-         f"student(s), {', '.join(staged.assignments)}")
+    echo(staged.summary())
     # --- end of the LMS intake ---
     if not submissions.is_dir():
         raise GradeError(f"SUBMISSIONS {submissions} is not a folder")
@@ -520,7 +519,7 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     grading.notes = grading_notes
     lms.annotate(rows, staged)  # issue 12: LMS id, name, late, intake notes
     _write_outputs(out, rows)
-    grading.notes += staged.notes + exports.write_lms_files(  # issue 12: HTML, Canvas, Moodle
+    grading.notes += [staged.summary(), *staged.notes] + exports.write_lms_files(  # issue 12: HTML, Canvas, Moodle
         out, rows, staged, {n: s.hidden for n, s in sources.items()},
         canvas_gradebook=canvas_gradebook, roster=roster)
     grading.seconds = time.monotonic() - started

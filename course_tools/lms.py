@@ -105,6 +105,13 @@ class Staged:
     submissions: list[Submission]
     notes: list[str] = field(default_factory=list)
 
+    def summary(self) -> str:
+        """One line for the report: the layout, how many students, which assignments."""
+        late = sum(1 for s in self.submissions if s.late)
+        return (f"submissions: {self.layout} layout, "
+                f"{len({s.student for s in self.submissions})} student(s), "
+                f"{', '.join(self.assignments)}" + (f", {late} late" if late else ""))
+
     def by_student(self) -> dict[tuple[str, str], Submission]:
         return {(s.student, s.assignment): s for s in self.submissions}
 

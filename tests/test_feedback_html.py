@@ -87,6 +87,7 @@ def test_the_page_shows_points_messages_and_no_hidden_test(mini):
     page = render_html(_autograded_like(release, source), _report(), hidden_lines(source))
     text = page_text(page)
     assert "mini: 4 / 6 points" in text and "late" in text
+    assert "<li>" not in text and "<div" not in text  # no tag escaped by nbconvert's bleach
     assert "t-double: 0 / 2 points (failed)" in text and "t-square: 3 / 3 points" in text
     assert "double must keep the sign of a negative x" in text  # the check's message
     assert "graded Copy of mini.ipynb" in text
