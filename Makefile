@@ -16,7 +16,7 @@ test: $(STAMP)
 release: $(STAMP)
 	$(BIN)/python -m course_tools.release
 
-## Grade a folder of submissions: make grade SUBMISSIONS=path/to/folder [OUT=grading] [GRADE_ARGS="--jobs 2"]
+## Grade submissions (a folder or an LMS .zip): make grade SUBMISSIONS=path/to/folder-or.zip [OUT=grading] [GRADE_ARGS="--jobs 2"]
 grade: $(STAMP)
 	$(BIN)/python -m course_tools.grade $(SUBMISSIONS) --out $(or $(OUT),grading) $(GRADE_ARGS)
 

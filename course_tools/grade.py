@@ -5,7 +5,8 @@ bad notebook never stops or changes the others, and scores do not trust the kern
         [--cell-timeout S] [--notebook-timeout S] [--max-output CHARS]
 
 SUBMISSIONS holds ``<student>/<assignment>/<assignment>.ipynb`` (an nbgrader exchange's
-``submitted/`` folder, or an LMS download unpacked that way).  Nothing there, in the course,
+``submitted/`` folder), or is a Canvas, Moodle or plain download, a folder or a ``.zip``
+(course_tools.lms takes it in; ``--layout``, ``--roster``, ``--canvas-gradebook``).  Nothing there, in the course,
 or in the gradebook's assignment definition is modified: grading works on copies, and the
 command checks (by hashing before and after) that it is so.  Steps:
 
