@@ -325,3 +325,22 @@ def test_moodle_worksheet_from_scratch_and_filled(tmp_path):
         ("Participant 501", "ada@example.org", "7"), ("Participant 502", "alan@example.org", "10"),
         ("Participant 503", "grace@example.org", "")]
     assert "7 / 10 points" in rows[0]["Feedback comments"]
+
+
+def test_the_grade_command_refuses_a_hostile_zip_in_one_line(mini_course, tmp_path, capsys):
+    from course_tools.grade import main as grade_main
+
+    z = _hostile(tmp_path, "subs.zip", zipfile.ZipInfo("../../escaped.ipynb"), NB.encode())
+    out = tmp_path / "out"
+    assert grade_main([str(z), "--out", str(out), "--course", str(mini_course)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: unsafe zip: entry '../../escaped.ipynb' climbs out")
+    assert "\n" not in err
+    assert not out.exists() and not list(tmp_path.parent.glob("escaped.ipynb"))
+    assert not (tmp_path / "escaped.ipynb").exists()
+    flat = tmp_path / "flat"
+    _write(flat, {"lovelaceada_12345_67890_homework.ipynb": NB})
+    # the mini course has one assignment: a flat download is for it
+    assert grade_main([str(flat), "--out", str(out), "--course", str(mini_course),
+                       "--layout", "canvas", "--canvas-gradebook", str(tmp_path / "no.csv")]) == 2
+    assert "Canvas gradebook export" in capsys.readouterr().err
