@@ -219,7 +219,8 @@ def _is_moodle_worksheet(path: Path | None) -> bool:
 
 
 def write_lms_files(out: Path, reports, staged, hidden: dict[str, list[str]], *,
-                    canvas_gradebook: Path | None = None, roster: Path | None = None) -> list[str]:
+                    canvas_gradebook: Path | None = None, roster: Path | None = None,
+                    moodle: bool = False) -> list[str]:
     """Everything the grade command writes for the LMS and the learner beyond its own files;
     returns notes for the report.
 
@@ -228,7 +229,8 @@ def write_lms_files(out: Path, reports, staged, hidden: dict[str, list[str]], *,
     * ``OUT/lms/canvas-<assignment>.csv`` per assignment when ``canvas_gradebook`` (a Canvas
       gradebook export) is given;
     * ``OUT/lms/moodle-<assignment>.csv`` per assignment when the submissions were a Moodle
-      download or ``roster`` is a Moodle grading worksheet (then filled in from it).
+      download (or ``moodle``) or ``roster`` is a Moodle grading worksheet (then filled in
+      from it).
 
     ``staged``: the :class:`course_tools.lms.Staged` intake (or ``None``); ``hidden``:
     ``{assignment: hidden-test lines}``."""
@@ -251,7 +253,8 @@ def write_lms_files(out: Path, reports, staged, hidden: dict[str, list[str]], *,
         page.write_text(render_html(graded, r, hidden.get(r.assignment, [])), encoding="utf-8")
     assignments = sorted({r.assignment for r in reports})
     lms_dir = out / "lms"
-    moodle = (staged is not None and staged.layout == "moodle") or _is_moodle_worksheet(roster)
+    moodle = moodle or (staged is not None and staged.layout == "moodle") or \
+        _is_moodle_worksheet(roster)
     if canvas_gradebook is not None or moodle:
         lms_dir.mkdir(parents=True, exist_ok=True)
     for a in assignments:
