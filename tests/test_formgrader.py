@@ -1,8 +1,9 @@
-"""nbgrader's formgrader on a grading run (course_tools.formgrader), through its HTTP API
-rather than a browser: it starts with a PATH that lacks the virtualenv (the set-up where it
-used to hang on "Loading" with "No such file or directory: 'alembic'"), lists the graded
-students with their scores, takes a score override, and the export writes it into the CSV
-and says so."""
+"""nbgrader's formgrader on a grading run (course_tools.formgrader), in a real browser
+(headless Chromium from Debian, driven by selenium; ``make test`` installs chromium and
+chromium-driver): it starts with a PATH that lacks the virtualenv (the set-up where it used to
+hang on "Loading" with "No such file or directory: 'alembic'"), its page lists the graded
+students with their scores, a score typed into its grading page reaches the gradebook, and
+the export writes it into the CSV and says so."""
 from __future__ import annotations
 
 import csv
@@ -15,7 +16,35 @@ import subprocess
 import time
 import urllib.request
 
+from selenium.webdriver.common.keys import Keys
+
 from course_tools.formgrader import export, serve_command
+
+
+def _browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver") or
+                                            "/usr/bin/chromedriver"), options=options)
+
+
+def _wait(page, ok, what: str, seconds: float = 60):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            got = ok()
+        except Exception:  # the page is still being built
+            got = None
+        if got:
+            return page.find_element("tag name", "body").text
+        time.sleep(0.5)
+    raise AssertionError(f"{what} did not appear: {page.find_element('tag name', 'body').text[:500]}")
 
 
 def _free_port() -> int:
@@ -57,14 +86,38 @@ def test_formgrader_lists_scores_and_an_override_reaches_the_csv(mini_graded, tm
                 time.sleep(0.5)
         assert subs is not None, (tmp_path / "server.log").read_text()[-3000:]
         results = mini_graded.results
-        graded = {s: r["score"] for s, r in results.items() if r["status"] in ("graded", "blank",
-                                                                               "timeout")}
+        graded = {s: r["score"] for s, r in results.items() if r["status"] in (
+            "graded", "blank", "timeout", "kernel_died")}
         listed = {s["student"]: s["score"] for s in subs}
         assert {s: listed[s] for s in graded} == graded
-        nbs = {n["student"]: n["id"] for n in _api(port, token, "submitted_notebooks/mini/mini")}
-        grades = {g["name"]: g for g in _api(port, token, f"grades?submission_id={nbs['wrong-2']}")}
-        assert grades["t-double"]["auto_score"] == 0
-        _api(port, token, f"grade/{grades['t-double']['id']}", {"manual_score": 1.5})
+        page = _browser()
+        try:
+            base = f"http://127.0.0.1:{port}"
+            page.get(f"{base}/formgrader?token={token}")  # the login cookie, for the whole site
+            page.get(f"{base}/formgrader/manage_submissions/mini")
+            body = lambda: " ".join(page.find_element("tag name", "body").text.split())
+            table = _wait(page, lambda: all(f" {s} " in body() for s in graded),
+                          "the students' list")
+            for student, score in graded.items():
+                row = next(ln for ln in table.splitlines() if f" {student} " in f" {ln} ")
+                assert f"{score:g} / 6" in row, (student, row)
+            nbs = {n["student"]: n["id"] for n in _api(port, token,
+                                                       "submitted_notebooks/mini/mini")}
+            page.get(f"{base}/formgrader/submissions/{nbs['wrong-2']}/?index=0")
+            _wait(page, lambda: page.find_elements("id", "t-double"), "the grading page")
+            box = page.find_element("id", "t-double")
+            box.clear()
+            box.send_keys("1.5", Keys.TAB)  # the page saves a score when the field is left
+            grades = {}
+            for _ in range(60):
+                grades = {g["name"]: g for g in _api(
+                    port, token, f"grades?submission_id={nbs['wrong-2']}")}
+                if grades["t-double"]["manual_score"] is not None:
+                    break
+                time.sleep(0.5)
+            assert grades["t-double"]["manual_score"] == 1.5 and grades["t-double"]["auto_score"] == 0
+        finally:
+            page.quit()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
