@@ -13,7 +13,8 @@ hidden line.  :func:`render_html` renders the same notebook with nbconvert's
   redacted again with :func:`~course_tools.feedback.redact`);
 * any other output, or source line, that quotes a hidden-test line (a learner's cell that
   prints ``In`` or a test's source): withheld, saying so;
-* cell metadata (nbgrader's checksums of the hidden tests' source among it).
+* cell metadata (nbgrader's checksums of the hidden tests' source among it) and the check
+  records the course's checks publish for the grader (``application/vnd.course-check-record``).
 
 The page opens with the total, the status and the notes, and the points of every test cell.
 A submission that could not be graded (no notebook) gets the Markdown summary as a page.
@@ -29,6 +30,8 @@ import nbformat
 from .feedback import (HIDDEN_BEGIN, HIDDEN_END, STATUS_WORDS, Report, redact,
                        render_markdown)
 
+_RECORD_PREFIX = "application/vnd.course-check-record"
+"""Outputs the course's checks publish for the grader (course_lib.checks.records.MIME)."""
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 WITHHELD_OUTPUT = "[output withheld: it quotes a hidden test]"
 WITHHELD_LINE = "# [line withheld: it quotes a hidden test]"
@@ -181,6 +184,12 @@ def feedback_notebook(graded: nbformat.NotebookNode | None, report: Report,
             else:
                 kept = []
                 for out in cell.get("outputs", []):
+                    data = out.get("data")
+                    if isinstance(data, dict):  # the grader's check records are not for show
+                        for mime in [m for m in data if m.startswith(_RECORD_PREFIX)]:
+                            del data[mime]
+                        if not data:
+                            continue
                     if _quotes(_output_text(out), needles):
                         kept.append(nbformat.v4.new_output("stream", name="stdout",
                                                            text=WITHHELD_OUTPUT + "\n"))

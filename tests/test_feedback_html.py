@@ -14,7 +14,7 @@ import pytest
 
 import wrong_answers
 from course_tools.feedback import CellResult, Report, hidden_lines
-from course_tools.feedback_html import WITHHELD_OUTPUT, render_html
+from course_tools.feedback_html import WITHHELD_OUTPUT, feedback_notebook, render_html
 
 
 class _Text(HTMLParser):
@@ -67,7 +67,9 @@ def _autograded_like(release, source):
     spy.outputs = [nbformat.v4.new_output("stream", name="stdout", text=str([hidden[0]]))]
     nb.cells.append(spy)
     mine = nbformat.v4.new_code_cell("print(double(5))")
-    mine.outputs = [nbformat.v4.new_output("stream", name="stdout", text="10\n")]
+    mine.outputs = [nbformat.v4.new_output("stream", name="stdout", text="10\n"),
+                    nbformat.v4.new_output("display_data", data={
+                        "application/vnd.course-check-record+json": {"what": "planted-record"}})]
     nb.cells.append(mine)
     return nb
 
@@ -96,6 +98,9 @@ def test_the_page_shows_points_messages_and_no_hidden_test(mini):
     assert shown_hidden(page, secret) == []
     for literal in ("double(-21)", "-42", "square(0.5)", "BEGIN HIDDEN", "checksum"):
         assert literal not in text, literal
+    shown = feedback_notebook(_autograded_like(release, source), _report(), hidden_lines(source))
+    assert not [o for c in shown.cells for o in c.get("outputs", [])
+                if "application/vnd.course-check-record+json" in o.get("data", {})]
     assert text.index("mini: 4 / 6 points") < text.index("def double")  # total on top
 
 
