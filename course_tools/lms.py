@@ -451,7 +451,8 @@ def read_roster(path: Path) -> list[Enrolled]:
 def stage(submissions: Path, work: Path, known: list[str], *, layout: str | None = None,
           assignments: list[str] | None = None, roster: Path | None = None) -> Staged:
     """Take in ``submissions`` (a folder or a ``.zip``) and write, under ``work/staged``,
-    ``<student>/<assignment>/<file>`` copies for course_tools.grade (each notebook under the
+    ``<student>/<assignment>/<file>`` copies for course_tools.grade (a folder already in
+    nbgrader's layout, without a roster, is used where it is) (each notebook under the
     name the download gave it, a Canvas resubmission's ``-N`` removed; a plain
     ``<student>.ipynb`` as ``<assignment>.ipynb``).  ``known``: the course's assignments;
     ``layout``: force one of :data:`LAYOUTS`; ``assignments``: ``--assignment``;
@@ -477,6 +478,9 @@ def stage(submissions: Path, work: Path, known: list[str], *, layout: str | None
     if not names:
         raise LMSError(f"no folder in {submissions} is named after an assignment "
                        f"({', '.join(known) or 'none in the course'}); pass --assignment")
+    if found == "nbgrader" and roster is None and root.is_relative_to(submissions) and \
+            submissions.is_dir():
+        return Staged(root, found, names, subs, notes)  # graded where it is, as before
     staged = work / "staged"
     staged.mkdir(parents=True)
     taken: set[str] = set()
