@@ -280,13 +280,21 @@ def _assignment(asked: list[str] | None, names: list[str], known: list[str],
                    f"named {found}; the course has {', '.join(known)}): pass --assignment")
 
 
+_COPY_NAMES = re.compile(r"^copy of\s+|\s*\(\d+\)$|-copy\d*$", re.IGNORECASE)
+"""What browsers and Jupyter add to a copied notebook's name: ``Copy of ...``, `` (1)``,
+``-Copy1``."""
+
+
 def _base_stem(name: str) -> str:
+    """The notebook name a download's file stands for: ``lesson1-2.ipynb`` (a Canvas
+    resubmission), ``lesson1 (1).ipynb``, ``Copy of lesson1.ipynb`` are ``lesson1``."""
     stem = name[:-len(".ipynb")] if name.endswith(".ipynb") else name
     m = RESUBMITTED.match(stem + ".ipynb")
-    return m.group("stem") if m else stem
+    stem = m.group("stem") if m else stem
+    return _COPY_NAMES.sub("", stem).strip()
 
 
-def _resubmissions(files: list[tuple[str, Path, int]], student: str) -> tuple[
+def _resubmissions(files: list[tuple[str, Path, int]]) -> tuple[
         list[tuple[str, Path]], list[str]]:
     """Keep the latest of each file uploaded more than once (``name-N.ext``, highest N,
     then highest submission number); ``files``: ``(file name, path, submission id)``."""
@@ -341,7 +349,7 @@ def _collect(root: Path, layout: str, known: list[str],
         a = _assignment(asked, [f for s in per.values() for f, _, _ in s["files"]
                                 if f.endswith(".ipynb")], known, "Canvas")
         for uid, s in sorted(per.items()):
-            kept, rnotes = _resubmissions(s["files"], uid)
+            kept, rnotes = _resubmissions(s["files"])
             sub = Submission(uid, a, name=s["login"], late=s["late"], lms_id=uid, notes=rnotes)
             sub.files = [p for _, p in kept]
             sub.staged_names = {str(p): fn for fn, p in kept}

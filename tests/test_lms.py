@@ -70,6 +70,16 @@ def test_canvas_download_ids_late_and_resubmissions(tmp_path):
     assert any("readme.txt" in n for n in st.notes)
 
 
+def test_a_flat_download_is_told_by_its_notebooks_names(tmp_path):
+    src = _write(tmp_path / "dl", {"adams_1_2_Copy of lesson2.ipynb": NB,
+                                    "bell_3_4_lesson2 (1).ipynb": NB,
+                                    "curie_5_6_lesson2-Copy1.ipynb": NB})
+    assert lms.stage(src, tmp_path / "w", KNOWN).assignments == ["lesson2"]
+    _write(src, {"dirac_7_8_lesson1.ipynb": NB})  # two assignments' names: cannot tell
+    with pytest.raises(lms.LMSError, match="pass --assignment"):
+        lms.stage(src, tmp_path / "w2", KNOWN)
+
+
 def test_a_flat_download_needs_its_assignment(tmp_path):
     src = _write(tmp_path / "dl", {"lovelaceada_12345_67890_homework.ipynb": NB})
     with pytest.raises(lms.LMSError, match="pass --assignment"):
