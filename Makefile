@@ -2,10 +2,10 @@
 # Both create .venv (Python 3.11, pinned packages from requirements.txt) if needed; both are idempotent.
 include lab.mk
 
-.PHONY: test release grade handout
+.PHONY: test release grade handout formgrader grade-export
 
 ## System packages the tests start for real (installed with apt-get when missing and allowed).
-SYSTEM_PACKAGES := bubblewrap:bwrap
+SYSTEM_PACKAGES := bubblewrap:bwrap chromium:chromium chromium-driver:chromedriver
 
 ## Run the whole test suite (what CI runs).
 test: $(STAMP)
@@ -16,9 +16,18 @@ test: $(STAMP)
 release: $(STAMP)
 	$(BIN)/python -m course_tools.release
 
-## Grade a folder of submissions: make grade SUBMISSIONS=path/to/folder [OUT=grading] [GRADE_ARGS="--jobs 2"]
+## Grade submissions (a folder or an LMS .zip): make grade SUBMISSIONS=path/to/folder-or.zip [OUT=grading] [GRADE_ARGS="--jobs 2"]
 grade: $(STAMP)
 	$(BIN)/python -m course_tools.grade $(SUBMISSIONS) --out $(or $(OUT),grading) $(GRADE_ARGS)
+
+## Review a grading run in nbgrader's formgrader (override scores, comment): make formgrader OUT=grading
+formgrader: $(STAMP)
+	$(BIN)/python -m course_tools.formgrader serve $(or $(OUT),grading) $(FORMGRADER_ARGS)
+
+## Write grades.csv, feedback and the LMS files again with the formgrader's overrides:
+## make grade-export OUT=grading [EXPORT_ARGS="--canvas-gradebook export.csv"]
+grade-export: $(STAMP)
+	$(BIN)/python -m course_tools.formgrader export $(or $(OUT),grading) $(EXPORT_ARGS)
 
 ## Write what students need to a folder of its own (no solutions, no hidden tests, no tests):
 ## make handout OUT=path/to/folder

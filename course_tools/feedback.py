@@ -77,6 +77,12 @@ class Report:
     """``{"notebook/grade_id": score}`` as nbgrader's own ``determine_grade`` saw the cells in
     the worker (the kernel's view, with stderr and partial credit set aside): an audit of
     what the grader's own comparison changed.  Not in the CSV."""
+    lms_id: str = ""
+    """The student's id in the LMS the submissions came from (course_tools.lms)."""
+    name: str = ""
+    """The student's name, when the LMS download or the roster gives it."""
+    late: bool | None = None
+    """Late by the LMS's word (``None``: the LMS did not say)."""
 
 
 def marked_blocks(source: str, begin: str, end: str) -> list[str]:

@@ -5,7 +5,8 @@ bad notebook never stops or changes the others, and scores do not trust the kern
         [--cell-timeout S] [--notebook-timeout S] [--max-output CHARS]
 
 SUBMISSIONS holds ``<student>/<assignment>/<assignment>.ipynb`` (an nbgrader exchange's
-``submitted/`` folder, or an LMS download unpacked that way).  Nothing there, in the course,
+``submitted/`` folder), or is a Canvas, Moodle or plain download, a folder or a ``.zip``
+(course_tools.lms takes it in; ``--layout``, ``--roster``, ``--canvas-gradebook``).  Nothing there, in the course,
 or in the gradebook's assignment definition is modified: grading works on copies, and the
 command checks (by hashing before and after) that it is so.  Steps:
 
@@ -44,12 +45,12 @@ answer that fails its own tests.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import uuid
 import warnings
@@ -60,10 +61,11 @@ import nbformat
 
 from . import (REPO_ROOT, assignments as course_assignments, copy_tree, course_dirs,
                load_config, open_gradebook, remove_tree, run_nbgrader)
+from . import exports, lms
 from .feedback import Report, hidden_lines, render_markdown
 from .intake import USABLE, extra_files, inspect_submission
 from .integrity import (changed, course_lib_digest, course_lib_fingerprint, digest_paths,
-                        gradebook_definition, tree_digest)
+                        gradebook_definition)
 from .jobs import run_all
 from .preprocessors import role
 from .protocol import JobResult, JobSpec, Limits, Sandbox, Status, encode
@@ -79,9 +81,9 @@ STATUSES = tuple(Status)
 MARKER = ".course-tools-grade"
 """File that marks a folder as this tool's output (so a re-run may clear it)."""
 _OUTPUTS = ("course", "feedback", "logs", "grades.csv", "results.json", "report.txt",
-            "reference.json")
+            "reference.json", "lms")
 _STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]*$")  # nbgrader reads ids as globs
-CSV_FIELDS = ("student", "assignment", "score", "max_score", "status", "detail")
+CSV_FIELDS = exports.GRADES_FIELDS
 
 DEFAULT_NOTEBOOK_TIMEOUT = 600
 """Seconds of wall clock one student's assignment may take, all cells together."""
@@ -382,7 +384,8 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
           memory_limit_gib: float = DEFAULT_MEMORY_LIMIT_GIB,
           processes: int = DEFAULT_PROCESSES,
           sandbox: str = Sandbox.BWRAP, scheduler: str | None = None,
-          progress_bar: bool | None = None) -> Grading:
+          progress_bar: bool | None = None, layout: str | None = None,
+          roster: Path | None = None, canvas_gradebook: Path | None = None) -> Grading:
     """Grade every student folder in ``submissions`` for ``names`` (default: the course's
     assignments that some student submitted) and write the results under ``out``.
 
@@ -414,17 +417,41 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
         sandbox = Sandbox(sandbox)
     except ValueError:
         raise GradeError(f"--sandbox must be one of {', '.join(Sandbox)}, got {sandbox!r}") from None
-    if not submissions.is_dir():
-        raise GradeError(f"SUBMISSIONS {submissions} is not a folder")
+    if not submissions.exists():
+        raise GradeError(f"SUBMISSIONS {submissions} does not exist")
     box_words = _sandbox_words(sandbox, limits)  # refuses (nothing written) without bwrap
-    client = None
-    if scheduler:
-        from .cluster import ClusterError, connect
-        try:
-            client = connect(scheduler)
-        except ClusterError as exc:
-            raise GradeError(str(exc)) from None
     known = course_assignments(course)
+    # LMS intake: a folder or .zip in any layout -> <student>/<assignment>/ (course_tools.lms)
+    original, staging = submissions, Path(tempfile.mkdtemp(prefix="course-intake-"))
+    try:
+        try:
+            staged = lms.stage(submissions, staging, known, layout=layout, assignments=names,
+                               roster=roster)
+            if canvas_gradebook is not None:  # refused now, not after an hour of grading
+                exports.read_canvas_export(canvas_gradebook)
+        except (lms.LMSError, exports.ExportError) as exc:
+            raise GradeError(str(exc)) from None
+        client = None
+        if scheduler:
+            from .cluster import ClusterError, connect
+            try:
+                client = connect(scheduler)
+            except ClusterError as exc:
+                raise GradeError(str(exc)) from None
+        return _grade_staged(original, staged, out, names, course, echo, started, jobs=jobs,
+                             limits=limits, sandbox=sandbox, box_words=box_words,
+                             client=client, scheduler=scheduler, progress_bar=progress_bar,
+                             known=known, roster=roster, canvas_gradebook=canvas_gradebook)
+    finally:
+        remove_tree(staging)
+
+
+def _grade_staged(original: Path, staged, out: Path, names, course: Path, echo, started: float,
+                  *, jobs: int, limits: Limits, sandbox: Sandbox, box_words: str, client,
+                  scheduler, progress_bar, known, roster, canvas_gradebook) -> Grading:
+    """:func:`grade` once the submissions are staged in nbgrader's layout (``staged.root``)."""
+    submissions, names = staged.root, names or staged.assignments
+    echo(staged.summary())
     entries = sorted(p for p in submissions.iterdir() if not p.name.startswith((".", "__")))
     students = [p for p in entries if p.is_dir()]
     ignored = [p.name for p in entries if not p.is_dir()]
@@ -443,10 +470,10 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     ignored += sorted(f"{s.name}/{d.name}" for s in students for d in s.iterdir()
                       if d.is_dir() and d.name not in known and not d.name.startswith("."))
 
-    _prepare_out(out, submissions, course)
+    _prepare_out(out, original, course)
     source, release = course_dirs(course)
     guarded = [course / "nbgrader_config.py", *(course / source / n for n in names)]
-    before = {"submissions": tree_digest(submissions), "course": digest_paths(guarded),
+    before = {"submissions": digest_paths([original]), "course": digest_paths(guarded),
               "course_lib": course_lib_digest()}
     root = out / "course"
     root.mkdir()
@@ -566,7 +593,7 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
         if not r.detail and r.notes:
             r.detail = "; ".join(r.notes)
 
-    after = {"submissions": tree_digest(submissions), "course": digest_paths(guarded),
+    after = {"submissions": digest_paths([original]), "course": digest_paths(guarded),
              "course_lib": course_lib_digest()}
     problems = [f"{what} changed during grading ({', '.join(sorted(changed(before[what], after[what])))[:300]})"
                 for what in before if before[what] != after[what]]
@@ -585,8 +612,12 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     grading.where = where
     grading.notes = grading_notes
     grading.sandbox = box_words
-    grading.seconds = time.monotonic() - started
+    lms.annotate(rows, staged)  # LMS id, name, late, intake notes
     _write_outputs(out, rows)
+    grading.notes += [staged.summary(), *staged.notes] + exports.write_lms_files(  # HTML feedback, Canvas, Moodle
+        out, rows, staged, {n: s.hidden for n, s in sources.items()},
+        canvas_gradebook=canvas_gradebook, roster=roster)
+    grading.seconds = time.monotonic() - started
     _print_report(grading, out, ignored, echo)
     return grading
 
@@ -649,12 +680,7 @@ def _sandbox_words(sandbox: Sandbox, limits: Limits) -> str:
 
 
 def _write_outputs(out: Path, reports: list[Report]) -> None:
-    with open(out / "grades.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(CSV_FIELDS)
-        for r in reports:
-            w.writerow([r.student, r.assignment, _fmt(r.score), _fmt(r.max_score), r.status,
-                        r.detail])
+    exports.write_grades_csv(out / "grades.csv", reports)
     (out / "results.json").write_text(json.dumps([asdict(r) for r in reports], indent=1) + "\n")
     for r in reports:
         path = out / "feedback" / r.student / f"{r.assignment}.md"
@@ -744,13 +770,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sandbox", choices=[str(s) for s in Sandbox], default=str(Sandbox.BWRAP),
                         help="where learner code runs: bwrap (bubblewrap, the default) or none "
                              "(no sandbox: only for notebooks you trust)")
+    # LMS downloads in, LMS files out (course_tools.lms, course_tools.exports)
+    parser.add_argument("--layout", choices=lms.LAYOUTS, default=None,
+                        help="layout of SUBMISSIONS (default: detected)")
+    parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
+                        help="LMS roster (Canvas gradebook export, Moodle grading worksheet, "
+                             "or id,name CSV): every student on it gets a row")
+    parser.add_argument("--canvas-gradebook", type=Path, default=None, metavar="EXPORT.csv",
+                        help="Canvas gradebook export to fill in: writes "
+                             "OUT/lms/canvas-<assignment>.csv for Canvas's import")
     args = parser.parse_args(argv)
     try:
         grading = grade(args.submissions, args.out, args.assignments, args.course,
                         jobs=args.jobs, cell_timeout=args.cell_timeout,
                         notebook_timeout=args.notebook_timeout, max_output=args.max_output,
                         memory_limit_gib=args.memory_limit, processes=args.processes,
-                        sandbox=args.sandbox, scheduler=args.scheduler)
+                        sandbox=args.sandbox, scheduler=args.scheduler,
+                        layout=args.layout, roster=args.roster,
+                        canvas_gradebook=args.canvas_gradebook)
     except GradeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -32,7 +32,6 @@ import copy
 import json
 import os
 import re
-import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,7 +79,12 @@ def _gid(cell) -> str | None:
 def inspect_submission(student_dir: Path, assignment: str,
                        releases: dict[str, nbformat.NotebookNode]) -> Intake:
     """What ``student_dir`` holds for ``assignment`` (``releases``: ``{notebook name: the
-    student release of it}``), with each present notebook normalized (see :func:`normalize`)."""
+    student release of it}``), with each present notebook normalized (see :func:`normalize`).
+
+    A one-notebook assignment whose folder holds exactly one notebook under another name (a
+    browser's ``lesson1 (1).ipynb``, ``Copy of lesson1.ipynb``, Jupyter's
+    ``lesson1-Copy1.ipynb``, any name) is graded, with a note naming the file; two or more
+    notebooks, none of them with the expected name, are :data:`MISNAMED` (listing them)."""
     folder = student_dir / assignment
     expected = [f"{nb}.ipynb" for nb in releases]
     if not folder.is_dir():
@@ -98,29 +102,38 @@ def inspect_submission(student_dir: Path, assignment: str,
                                     f"{assignment}/{expected[0]}")
         return Intake(MISSING, f"no folder {assignment}/ in the submission")
     present = [n for n in expected if (folder / n).is_file()]
+    paths = {n: folder / n for n in present}
+    renamed = ""
     if not present:
         others = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.ipynb")
                         if ".ipynb_checkpoints" not in p.parts)
-        if others:
-            return Intake(MISNAMED, (f"found {', '.join(others[:5])} in {assignment}/; "
-                                     f"expected {', '.join(expected)}"))
-        return Intake(MISSING, f"no notebook {expected[0]} in {assignment}/")
-    intake = Intake(USABLE)
+        if len(others) == 1 and len(expected) == 1:
+            # the only notebook, under another name (`lesson1 (1).ipynb`, `Copy of ...`)
+            present, paths = expected, {expected[0]: folder / others[0]}
+            renamed = (f"graded {others[0]}, the only notebook in {assignment}/ "
+                       f"(expected the name {expected[0]})")
+        elif others:
+            return Intake(MISNAMED, (f"found {len(others)} notebooks in {assignment}/ "
+                                     f"({', '.join(others[:5])}) and none named "
+                                     f"{', '.join(expected)}: which one to grade?"))
+        else:
+            return Intake(MISSING, f"no notebook {expected[0]} in {assignment}/")
+    intake = Intake(USABLE, notes=[renamed] if renamed else [])
     for name in present:
-        path = folder / name
+        path = paths[name]
         if path.is_symlink():
-            return Intake(INVALID_NOTEBOOK, f"{name} is a symbolic link, not a file: submit the "
-                                            "notebook itself")
+            return Intake(INVALID_NOTEBOOK, f"{path.name} is a symbolic link, not a file: "
+                                            "submit the notebook itself")
         size = path.stat().st_size
         if size > MAX_NOTEBOOK_BYTES:
-            return Intake(INVALID_NOTEBOOK, f"{name} is {size / 2**20:.0f} MiB (more than "
+            return Intake(INVALID_NOTEBOOK, f"{path.name} is {size / 2**20:.0f} MiB (more than "
                                             f"{MAX_NOTEBOOK_BYTES // 2**20} MiB): clear its "
                                             "outputs and submit it again")
         raw = path.read_bytes()
         try:
             json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
-            return Intake(INVALID_JSON, f"{name} is not valid JSON ({exc}); the file may be "
+            return Intake(INVALID_JSON, f"{path.name} is not valid JSON ({exc}); the file may be "
                                         "damaged or cut short")
         stem = name[:-len(".ipynb")]
         try:
@@ -140,7 +153,7 @@ def inspect_submission(student_dir: Path, assignment: str,
             nbformat.validate(nb)
         except Exception as exc:  # nbformat raises several kinds
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return Intake(INVALID_NOTEBOOK, f"{name} is JSON but not a notebook ({first[:200]})")
+            return Intake(INVALID_NOTEBOOK, f"{path.name} is JSON but not a notebook ({first[:200]})")
         intake.notebooks[stem] = nb
         intake.notes += [f"{stem}: {n}" if len(expected) > 1 else n for n in notes]
         intake.changed += [f"{stem}/{g}" if len(expected) > 1 else g

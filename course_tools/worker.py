@@ -34,7 +34,6 @@ import io
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -245,7 +244,6 @@ def execute(spec: JobSpec, d: Path, forked: bool = False) -> None:
         os.close(log)
         sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)
         sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0), write_through=True)
-        from .integrity import course_lib_fingerprint
 
         result: dict = {"ok": False, "error": "", "nbgrader_scores": {}, "autograded": {}}
         refused = refusal(spec)

@@ -27,6 +27,7 @@ import nbformat
 import grading_class
 import wrong_answers
 from conftest import MINI_NEARLY_BLANK, MINI_SETTINGS
+from test_feedback_html import page_text, shown_hidden
 from course_tools.feedback import STATUS_WORDS, WITHHELD, hidden_lines
 from course_tools.intake import answers_changed
 
@@ -142,7 +143,8 @@ def test_wrong_answers_lose_exactly_their_cells(graded):
 def test_grades_csv_agrees_with_the_gradebook(graded):
     with open(graded.out / "grades.csv", newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["assignment"] == graded.case.name]
-    assert list(rows[0]) == ["student", "assignment", "score", "max_score", "status", "detail"]
+    assert list(rows[0]) == ["student", "assignment", "score", "max_score", "status", "detail",
+                            "lms_id", "name", "late"]
     students = sorted(p.name for p in graded.submissions.iterdir())
     assert sorted(r["student"] for r in rows) == students  # one row per student
     points = sum(wrong_answers.graded_cells(_source(graded.case)).values())
@@ -168,10 +170,17 @@ def test_feedback_lists_points_and_hides_hidden_tests(graded):
         assert "BEGIN HIDDEN" not in text
         shown = [h for h in secret if h in text]
         assert not shown, f"feedback of {student} shows hidden test code: {shown}"
+        page = (graded.out / "feedback" / student / f"{graded.case.name}.html").read_text()
+        assert (f"{graded.case.name}: {row['score']:g} / {row['max_score']:g} points"
+                in page_text(page)), f"{student}: no total on the HTML page"
+        assert "BEGIN HIDDEN" not in page
+        shown = shown_hidden(page, secret)
+        assert not shown, f"HTML feedback of {student} shows hidden test code: {shown}"
         if row["status"] not in ("graded", "blank"):
             continue
         for gid, (score, max_score) in graded.cell_scores(student).items():
             assert f"| `{gid}` | {score:g} / {max_score:g} |" in text, (student, gid)
+            assert f"{gid}: {score:g} / {max_score:g} points" in page_text(page), (student, gid)
             if score < max_score:
                 assert f"### `{gid}` (" in text, f"{student}: no section on the failed {gid}"
 

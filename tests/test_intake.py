@@ -76,9 +76,13 @@ def test_inspect_reports_what_it_found(mini, tmp_path):
     (d / "mini.ipynb").write_text('{"cells": 3}')
     assert inspect_submission(tmp_path / "ann", "mini", {"mini": release}).status == INVALID_NOTEBOOK
     (d / "mini.ipynb").unlink()
-    (d / "copy of mini.ipynb").write_text(text)
+    (d / "copy of mini.ipynb").write_text(text)  # the only notebook: graded, noted
+    i = inspect_submission(tmp_path / "ann", "mini", {"mini": release})
+    assert i.status == USABLE and "graded copy of mini.ipynb" in i.notes[0]
+    (d / "mini (1).ipynb").write_text(text)  # two candidates: which one?
     i = inspect_submission(tmp_path / "ann", "mini", {"mini": release})
     assert i.status == MISNAMED and "copy of mini.ipynb" in i.detail
+    (d / "mini (1).ipynb").unlink()
     (d / "copy of mini.ipynb").rename(d / "mini.ipynb")
     old = json.loads(text)  # an nbformat 4.4 notebook: no cell ids
     old["nbformat_minor"] = 4
