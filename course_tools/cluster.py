@@ -152,6 +152,14 @@ def run_on_cluster(client, specs: list[JobSpec],
                 on_done(spec, result)
     except KeyboardInterrupt:
         client.cancel([f for f in futures if not f.done()], force=True)
+        # Dask cannot stop a task that is running: stop the jobs themselves, on every worker
+        import os.path
+
+        from .worker import kill_running
+        try:
+            client.run(kill_running, os.path.commonprefix([s.job_id for s in specs]))
+        except Exception:  # noqa: BLE001 - a worker already gone has nothing to stop
+            pass
         return results, True
     finally:
         try:

@@ -53,23 +53,22 @@ import sys
 import tempfile
 import time
 import uuid
-import warnings
-from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
 
 from . import (REPO_ROOT, assignments as course_assignments, copy_tree, course_dirs,
-               load_config, open_gradebook, remove_tree, run_nbgrader)
+               load_config, remove_tree, run_nbgrader)
 from . import exports, lms
-from .feedback import Report, hidden_lines, render_markdown
+from .feedback import Report, hidden_lines
 from .intake import USABLE, extra_files, inspect_submission
 from .integrity import (changed, course_lib_digest, course_lib_fingerprint, digest_paths,
                         gradebook_definition)
 from .jobs import run_all
+from .report import print_report, record_scores, write_outputs
 from .preprocessors import role
 from .protocol import JobResult, JobSpec, Limits, Sandbox, Status, encode
-from .scoring import (OVERRULED, JobFacts, ReferenceError_, cell_label, reference_records,
+from .scoring import (JobFacts, ReferenceError_, cell_label, reference_records,
                       score_cells)
 from . import sandbox as sandboxing
 
@@ -142,10 +141,6 @@ def _prepare_out(out: Path, submissions: Path, course: Path) -> None:
         remove_tree(p) if p.is_dir() else p.unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).write_text("Output of python -m course_tools.grade; cleared on re-run.\n")
-
-
-def _fmt(x: float) -> str:
-    return f"{x:g}"
 
 
 class _Source:
@@ -363,17 +358,7 @@ def _finish_job(spec: JobSpec, result: JobResult, src: "_Source", reference: dic
                 nbformat.write(nbformat.from_dict(nb), graded / f"{name}.ipynb")
             except Exception:  # noqa: BLE001 - a notebook nbformat cannot write is not kept
                 report.notes.append(f"the autograded {name}.ipynb could not be kept")
-    scores = {(c.notebook, c.grade_id): c.score for c in report.cells}
-    with warnings.catch_warnings(), open_gradebook(db_url) as gb:
-        # nbgrader's own SQLAlchemy usage warns on every new submission: noise, not news
-        warnings.simplefilter("ignore")
-        gb.update_or_create_student(spec.student)
-        sub = gb.update_or_create_submission(spec.assignment, spec.student)
-        for nb in sub.notebooks:
-            for g in nb.grades:
-                g.auto_score = scores.get((nb.name, g.name), 0.0)
-                g.needs_manual_grade = False
-        gb.db.commit()
+    record_scores(db_url, report)
 
 
 def grade(submissions: Path, out: Path, names: list[str] | None = None,
@@ -613,12 +598,12 @@ def _grade_staged(original: Path, staged, out: Path, names, course: Path, echo, 
     grading.notes = grading_notes
     grading.sandbox = box_words
     lms.annotate(rows, staged)  # LMS id, name, late, intake notes
-    _write_outputs(out, rows)
+    write_outputs(out, rows)
     grading.notes += [staged.summary(), *staged.notes] + exports.write_lms_files(  # HTML feedback, Canvas, Moodle
         out, rows, staged, {n: s.hidden for n, s in sources.items()},
         canvas_gradebook=canvas_gradebook, roster=roster)
     grading.seconds = time.monotonic() - started
-    _print_report(grading, out, ignored, echo)
+    print_report(grading, out, ignored, echo)
     return grading
 
 
@@ -677,58 +662,6 @@ def _sandbox_words(sandbox: Sandbox, limits: Limits) -> str:
             f"course_lib (read-only) and {limits.scratch / 2**30:g} GiB of scratch space; "
             f"{per_job}; " + (f"{limits.memory / 2**30:g} GiB of address space per process"
                               if limits.memory else "no address-space cap"))
-
-
-def _write_outputs(out: Path, reports: list[Report]) -> None:
-    exports.write_grades_csv(out / "grades.csv", reports)
-    (out / "results.json").write_text(json.dumps([asdict(r) for r in reports], indent=1) + "\n")
-    for r in reports:
-        path = out / "feedback" / r.student / f"{r.assignment}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_markdown(r))
-
-
-def _print_report(grading: Grading, out: Path, ignored: list[str], echo) -> None:
-    lines: list[str] = []
-    width = max([len(r.student) for r in grading] + [7])
-    for r in grading:
-        line = (f"  {r.student:<{width}}  {r.assignment:<10} {_fmt(r.score):>5} / "
-                f"{_fmt(r.max_score):<5} {r.status}")
-        lines.append(line + (f": {r.detail}" if r.detail else ""))
-    counts: dict[str, int] = {}
-    for r in grading:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    ran = [r for r in grading if r.seconds]
-    lines += ["", f"{len({r.student for r in grading})} student(s), {len(grading)} row(s): "
-              + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))]
-    overruled = sorted(f"{r.student}/{r.assignment}" for r in grading
-                       if any(OVERRULED in n for n in r.notes))
-    if overruled:  # worth a look: checks changed or disabled in the notebook
-        lines.append(f"test cells that passed in the notebook but not the grader's comparison: "
-                     f"{', '.join(overruled)}")
-    per_min = 60 * len(grading) / grading.seconds if grading.seconds else 0.0
-    lines.append(grading.sandbox)
-    if grading.interrupted:
-        lines.append("INCOMPLETE: grading was interrupted (Ctrl-C); rows marked interrupted "
-                     "were not graded: run the command again to grade them")
-    lines.append(f"throughput: {len(grading)} submissions in {grading.seconds:.1f} s "
-                 f"{grading.where or f'with {grading.jobs} job(s)'} = {per_min:.1f} submissions/minute (the whole run; "
-                 f"{len(ran)} autograded, plus the model answer, in "
-                 f"{sum(r.seconds for r in ran):.0f} s of job time)")
-    if ignored:
-        lines.append(f"ignored (not a student folder or not an assignment): {', '.join(ignored)}")
-    lines += [f"note: {n}" for n in grading.notes]
-    if grading.problems:
-        lines += [f"WARNING: {p}" for p in grading.problems]
-    else:
-        lines.append("verified: the submissions, the graded assignments' source, course_lib "
-                     "and the gradebook's assignment definition are unchanged")
-    lines.append(f"grades: {out / 'grades.csv'}  feedback: {out / 'feedback'}/  "
-                 f"logs: {out / 'logs'}/  gradebook: {out / 'course' / 'gradebook.db'}")
-    (out / "report.txt").write_text("\n".join(lines) + "\n")
-    echo("")
-    for line in lines:
-        echo(line)
 
 
 def main(argv: list[str] | None = None) -> int:

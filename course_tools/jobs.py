@@ -10,6 +10,8 @@ too, with anything a submission left running.
 """
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from typing import Callable
 
@@ -28,9 +30,13 @@ def run_all(specs: list[JobSpec], n: int, on_done: Callable[[JobSpec, JobResult]
     queue = list(specs)
     running: list[LocalJob] = []
     results: dict[str, JobResult] = {}
-    interrupted = False
+    stop = []
+    # Ctrl-C sets a flag the loop reads between steps, so it never lands half-way through
+    # starting or collecting a job
+    previous = (signal.signal(signal.SIGINT, lambda *a: stop.append(True))
+                if threading.current_thread() is threading.main_thread() else None)
     try:
-        while queue or running:
+        while (queue or running) and not stop:
             while queue and len(running) < n:
                 running.append(LocalJob(queue.pop(0), fork=fork))
             time.sleep(poll)
@@ -44,9 +50,11 @@ def run_all(specs: list[JobSpec], n: int, on_done: Callable[[JobSpec, JobResult]
                 if on_done:
                     on_done(job.spec, result)
     except KeyboardInterrupt:
-        interrupted = True
+        stop.append(True)
     finally:
         for job in running:  # interrupted: leave nothing behind
             job.kill()
             job.result(job.reap())
-    return results, interrupted
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    return results, bool(stop)

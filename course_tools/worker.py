@@ -420,6 +420,19 @@ def _serve(spec_json: str, d: str) -> None:
     execute(JobSpec.from_json(spec_json), Path(d), forked=True)
 
 
+RUNNING: dict[str, "LocalJob"] = {}
+"""The jobs this process is running, by job id (so a cancelled cluster run can stop them)."""
+
+
+def kill_running(prefix: str) -> int:
+    """Kill this process's running jobs whose id starts with ``prefix`` (their results are
+    then collected and their folders removed as usual); returns how many."""
+    jobs = [j for i, j in list(RUNNING.items()) if i.startswith(prefix)]
+    for job in jobs:
+        job.kill()
+    return len(jobs)
+
+
 class LocalJob:
     """One job running in a child process of this one, in a private folder of its own
     (removed by :meth:`result`).  The child leads its own process group."""
@@ -430,6 +443,7 @@ class LocalJob:
         self.start = time.monotonic()
         self.proc = self.mp = None
         self.over_budget = False
+        RUNNING[spec.job_id] = self
         fork = use_fork() if fork is None else fork
         ctx = None if fork else _forkserver()
         if fork:
@@ -507,6 +521,7 @@ class LocalJob:
         finally:
             from . import remove_tree
             remove_tree(self.dir)
+            RUNNING.pop(self.spec.job_id, None)
 
 
 def run_job(spec: JobSpec, poll: float = 0.05) -> JobResult:

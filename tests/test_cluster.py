@@ -188,3 +188,54 @@ def test_a_refused_student_job_is_a_row_not_a_loss():
     result = JobResult.from_json(grade_remotely(spec.to_json()))
     assert result.job_id == "t-1" and not result.ok
     assert "another course_lib" in result.refused
+
+
+@pytest.mark.parametrize("where", ["local", "cluster"])
+def test_ctrl_c_keeps_what_was_graded_and_says_the_run_is_incomplete(where, mini_course,
+                                                                     tmp_path):
+    """SIGINT once two jobs are done (the model answer and one student): the jobs in flight
+    are stopped, the rows graded so far are kept, the others say ``interrupted``, the report
+    says INCOMPLETE, exit status 130, and no job's folder is left."""
+    subs = tmp_path / "subs"
+    _slow_class(mini_course, subs, ["a-first", "b-second", "c-third"], 8)
+    out = tmp_path / "out"
+    extra = []
+    cluster = None
+    if where == "cluster":
+        (tmp_path / "c").mkdir()
+        cluster = LoopbackCluster(tmp_path / "c")
+        cluster.start_worker()
+        cluster.wait_for_workers(1)
+        extra = ["--scheduler", cluster.address]
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "course_tools.grade", str(subs), "--out",
+                                 str(out), "--course", str(mini_course), *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                cwd=REPO)
+        lines = []
+        for line in proc.stdout:  # the model answer, then a-first
+            lines.append(line)
+            if line.strip().startswith("[2/"):
+                os.kill(proc.pid, signal.SIGINT)
+                break
+        rest, err = proc.communicate(timeout=300)
+        _check_interrupted(proc, lines, rest, err, out)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+def _check_interrupted(proc, lines, rest, err, out: Path) -> None:
+    assert proc.returncode == 130, "".join(lines) + rest + err
+    rows = {r["student"]: r for r in json.loads((out / "results.json").read_text())}
+    finished = {s for s in rows for line in lines if f"] {s}/mini" in line}
+    assert len(finished) == 1, lines  # the model answer and one student, in some order
+    assert {s: r["status"] for s, r in rows.items()} == {
+        s: "graded" if s in finished else "interrupted" for s in rows}
+    assert "INCOMPLETE" in (out / "report.txt").read_text()
+    for _ in range(100):  # a cluster's worker removes a stopped job's folder as it notices
+        left = [p for p in Path("/tmp").glob(f"job-{proc.pid}-*")]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == []
