@@ -990,3 +990,8 @@ def check_tys3(mask_does, without) -> None:
     """Test-yourself 3: what the causal mask does, and what goes wrong without it (sealed)."""
     check_sealed(mask_does, TYS3_MASK_DOES)
     check_sealed(without, TYS3_WITHOUT)
+
+
+from .tutor import announce as _announce  # noqa: E402
+
+_announce(globals(), "lesson2")  # one-line pass and fail messages in a notebook (checks.tutor)
