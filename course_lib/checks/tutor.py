@@ -43,6 +43,9 @@ _LIB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _OTHER_DIRS = tuple({os.path.abspath(p) + os.sep for p in
                      (sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.__file__))})
 _state = {"lesson": None, "depth": 0}
+_waiting: dict[str, str] = {}
+"""``{name: message}``: names a demo cell skipped by :func:`if_answered` did not define, with
+the message of the answer it waited for (a later cell that reads one waits for it too)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -96,7 +99,7 @@ def not_answered(value: BaseException, tb=None) -> str | None:
         label = label_of(name) if name else None
         if label:
             return f"{label} is not answered yet: write {name} above and run its cell"
-        return None
+        return _waiting.get(name) if name else None
     if type(value) is not NotImplementedError or value.args:
         return None
     frames = list(_frames(tb))
@@ -234,5 +237,22 @@ def if_answered():
         message = not_answered(e)
         if message is None:
             raise
-        print(f"(This cell needs an answer: {message[0].lower() + message[1:]}, "
-              "then run this cell again.)")
+        what, _, todo = message.partition(" is not answered yet: ")
+        print(f"(This cell waits for {what}: {todo}, then run this cell again.)" if todo
+              else f"(This cell waits for an answer: {message}.)")
+        for name in _names_set_by(sys._getframe(2)):  # the cell (through contextlib's __exit__)
+            _waiting.setdefault(name, message)
+    else:
+        for name in _names_set_by(sys._getframe(2)):
+            _waiting.pop(name, None)
+
+
+def _names_set_by(frame) -> set[str]:
+    """The names the cell running in ``frame`` assigns."""
+    import ast
+
+    try:
+        tree = ast.parse("".join(linecache.getlines(frame.f_code.co_filename)))
+    except (SyntaxError, ValueError):
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
