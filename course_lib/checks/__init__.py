@@ -30,7 +30,7 @@ import course_lib
 
 from . import records as _records
 from .sealed import Sealed, judge as _judge
-from .tutor import announce, if_answered, not_answered
+from .tutor import NotAnswered, announce, if_answered, not_answered, waiting_for
 
 
 class CheckFailed(AssertionError):

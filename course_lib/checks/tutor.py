@@ -90,10 +90,23 @@ def _frames(tb):
         tb = tb.tb_next
 
 
+class NotAnswered(Exception):
+    """A demo cell needs an answer that is not written yet (:func:`waiting_for`)."""
+
+
+def waiting_for(name: str):
+    """Raise :class:`NotAnswered` for the answer ``name``: for a demo cell that can tell that an
+    earlier cell stopped short for want of it (inside :func:`if_answered`, a note)."""
+    raise NotAnswered(name)
+
+
 def not_answered(value: BaseException, tb=None) -> str | None:
     """The one-line message for an answer not written yet, or None if ``value`` is another
     error.  ``tb`` defaults to the exception's own traceback."""
     tb = tb if tb is not None else value.__traceback__
+    if isinstance(value, NotAnswered) and value.args:
+        name = value.args[0]
+        return f"{label_of(name) or name} is not answered yet: write {name} above"
     if isinstance(value, NameError) and not isinstance(value, UnboundLocalError):
         name = getattr(value, "name", None)
         label = label_of(name) if name else None
@@ -233,7 +246,7 @@ def if_answered():
     """
     try:
         yield
-    except (NotImplementedError, NameError) as e:
+    except (NotImplementedError, NameError, NotAnswered) as e:
         message = not_answered(e)
         if message is None:
             raise
