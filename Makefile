@@ -5,7 +5,7 @@ include lab.mk
 .PHONY: test release grade handout
 
 ## System packages the tests start for real (installed with apt-get when missing and allowed).
-SYSTEM_PACKAGES := bubblewrap:bwrap
+SYSTEM_PACKAGES := bubblewrap:bwrap chromium:chromium chromium-driver:chromedriver
 
 ## Run the whole test suite (what CI runs).
 test: $(STAMP)

@@ -19,7 +19,7 @@ $(STAMP): requirements.txt pyproject.toml
 ## lab-settings/ turns off nbgrader's instructor tools (Validate stays) and the news pop-up.
 WORK := my-work
 lab: $(STAMP)
-	mkdir -p $(WORK) && cp -rn notebooks/. $(WORK)/
+	$(BIN)/python lab-settings/copy_release.py notebooks $(WORK)
 	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/$(WORK)/lesson1/lesson1.ipynb \
 		--LabApp.app_settings_dir=$(CURDIR)/lab-settings \
 		"--ServerApp.jpserver_extensions={'nbgrader.server_extensions.formgrader': False}" \
