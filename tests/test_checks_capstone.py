@@ -376,7 +376,7 @@ def test_experts():
 
 RIGHT_RECAP = {1: ("C", "T"), 2: ("E", "R"), 3: ("B", "U"), 4: ("F", "P"), 5: ("A", "S"),
                6: ("D", "Q")}
-# The module text's recap table (shared/seed), lesson by lesson: (idea, question).
+# The recap table of the lessons' source text, lesson by lesson: (idea, question).
 MODULE_TABLE = {
     1: ("Five numbers on a spec sheet give parameters, memory and compute",
         "What are the layers, width, heads, vocabulary and context, and what do they cost?"),

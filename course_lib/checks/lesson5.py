@@ -50,7 +50,9 @@ ACCELERATORS = {
     "H100 SXM 80GB": Accelerator("80 GB HBM3", 3.35e12, 989e12),
     "H200 SXM": Accelerator("141 GB HBM3e", 4.8e12, 989e12),
 }
-"""Vendor data sheets (NVIDIA A100, H100 and H200), as collected in the course's REFERENCE.md."""
+"""From NVIDIA's data sheets: the A100 Tensor Core GPU (80 GB SXM), the H100 Tensor Core GPU
+(SXM) and the H200 Tensor Core GPU: memory, memory bandwidth (bytes/s) and dense 16-bit peak
+(FLOP/s)."""
 
 A100 = "A100 SXM 80GB"
 BYTES_16BIT = 2
