@@ -67,9 +67,9 @@ def _ipython():
 
 def label_of(name: str) -> str | None:
     """The exercise an answer's name belongs to (``"Exercise 1"``, ``"Test yourself 2"``), in
-    the lesson whose checks were imported last, else in any lesson; None if unknown."""
+    the lesson whose checks were imported last (before any, in any lesson); None if unknown."""
     t = table()
-    order = [_state["lesson"]] + sorted(t)
+    order = [_state["lesson"]] if _state["lesson"] else sorted(t)
     for lesson in order:
         label = t.get(lesson, {}).get("answers", {}).get(name) if lesson else None
         if label:
