@@ -16,10 +16,12 @@ $(STAMP): requirements.txt pyproject.toml
 
 ## Open the course in JupyterLab (lesson 1 first).  Your work lives in my-work/ (gitignored):
 ## the first run copies the release there; later runs add new notebooks and never overwrite yours.
+## lab-settings/ turns off nbgrader's instructor tools (Validate stays) and the news pop-up.
 WORK := my-work
 lab: $(STAMP)
-	mkdir -p $(WORK) && cp -rn notebooks/. $(WORK)/
+	$(BIN)/python lab-settings/copy_release.py notebooks $(WORK)
 	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/$(WORK)/lesson1/lesson1.ipynb \
+		--LabApp.app_settings_dir=$(CURDIR)/lab-settings \
 		"--ServerApp.jpserver_extensions={'nbgrader.server_extensions.formgrader': False}" \
 		$(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 

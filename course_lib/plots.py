@@ -76,7 +76,8 @@ def params_by_part(shapes: Sequence[ModelShape], *, share: bool = True, ax=None)
     ax.set_xlabel("share of parameters (%)" if share else "parameters (millions)")
     if share:
         ax.set_xlim(0, 100)
-    ax.set_title("Where the parameters are")
+    ax.set_title("Where the parameters are: each model's share by part" if share
+                 else "Where the parameters are: every model on one scale")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16),
               ncol=min(4, len(ax.get_legend_handles_labels()[1])), frameon=False, fontsize=9)
     ax.spines[["top", "right"]].set_visible(False)

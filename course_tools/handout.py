@@ -9,6 +9,7 @@ The handout holds only
   answers),
 * ``requirements.txt``, ``environment.yml``, ``pyproject.toml`` (the same pinned set-up),
 * ``lab.mk`` and a ``Makefile`` that includes it, so ``make lab`` works as in the repository,
+  and ``lab-settings/`` (the lab without nbgrader's instructor tools, no news pop-up),
 * a ``README.md`` for students (``course_tools/handout_readme.md``) and a ``.gitignore``.
 
 It refuses a release that is out of date with ``solutions/`` (run ``make release``) and an
@@ -26,7 +27,7 @@ from pathlib import Path
 from . import REPO_ROOT, assignments
 
 FILES = ("requirements.txt", "environment.yml", "pyproject.toml", "lab.mk")
-FOLDERS = ("notebooks", "course_lib")
+FOLDERS = ("notebooks", "course_lib", "lab-settings")
 MAKEFILE = ("# Transformers by counting (student copy): `make lab` sets up and opens the course.\n"
             "include lab.mk\n")
 GITIGNORE = ".venv/\n__pycache__/\n*.egg-info/\n.ipynb_checkpoints/\n/my-work/\n"

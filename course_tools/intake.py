@@ -236,6 +236,28 @@ def _restore_metadata(cell, release_cell) -> nbformat.NotebookNode:
     return cell
 
 
+_MEANINGLESS = ("checksum", "cell_type", "schema_version")
+"""nbgrader settings that say nothing a grade depends on: nbgrader's own copy of the cell's
+type (JupyterLab's Create Assignment panel drops it on every graded cell it shows), the
+checksum and the schema version.  A submission that changed only these is repaired without a
+note."""
+
+
+def _meaning(meta: dict) -> dict:
+    """The nbgrader settings a grade depends on, with nbgrader's defaults filled in (an absent
+    ``locked`` is ``False``) and points as a number (``3`` and ``3.0`` are the same)."""
+    out = {k: bool(meta.get(k, False)) for k in ("grade", "solution", "task", "locked")}
+    out["grade_id"] = meta.get("grade_id")
+    if out["grade"] or out["task"]:
+        try:
+            out["points"] = float(meta.get("points", 0))
+        except (TypeError, ValueError):
+            out["points"] = meta.get("points")
+    extra = {k: v for k, v in meta.items() if k not in out and k not in _MEANINGLESS
+             and k != "points"}
+    return {**out, **extra}
+
+
 def normalize(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[str]:
     """Repair ``nb`` in place against its ``release`` (see the module docstring); returns the
     notes, in words a student understands, in a fixed order (so a rerun says the same)."""
@@ -283,8 +305,9 @@ def normalize(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list
         mine = {k: v for k, v in _meta(cell).items() if k != "checksum"}
         theirs = {k: v for k, v in rel.metadata["nbgrader"].items() if k != "checksum"}
         if cell.cell_type != rel.cell_type or mine != theirs:
+            if cell.cell_type != rel.cell_type or _meaning(mine) != _meaning(theirs):
+                notes.append(f"the nbgrader settings of cell {gid} were changed: restored")
             nb.cells[i] = cell = _restore_metadata(cell, rel)
-            notes.append(f"the nbgrader settings of cell {gid} were changed: restored")
         if role(rel) == "test" and cell.source.strip() != rel.source.strip():
             edited.append(gid)
     if edited:

@@ -12,6 +12,9 @@ no longer in the release are removed).  Running it twice changes nothing.
 from __future__ import annotations
 
 import argparse
+import ast
+import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -33,7 +36,107 @@ def normalize(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             cell.outputs = []
             cell.execution_count = None
         cell.metadata.pop("execution", None)
+    nb.metadata["language_info"] = dict(LANGUAGE_INFO)
     return nb
+
+
+LANGUAGE_INFO = {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+                 "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                 "pygments_lexer": "ipython3", "version": "3.11"}
+"""The release's ``language_info``: what the course's kernel (ipykernel, Python 3.11) reports,
+so that JupyterLab, which writes the kernel's ``language_info`` into a notebook it opens, finds
+nothing to change (only the patch level of ``version`` may differ)."""
+
+EXERCISES = REPO_ROOT / "course_lib" / "checks" / "exercises.json"
+"""Where :func:`exercise_table` is written (read by ``course_lib.checks.tutor``)."""
+
+_HEADING = re.compile(r"^(#{2,3}) (.*)$")
+_EXERCISE = re.compile(r"^Exercise (\d+)\b")
+_QUESTION = re.compile(r"^\*\*(\d+)\.\*\*")
+_LEAD = re.compile(r"^\*\*([A-Z][^*]{2,40})\.\*\*")
+
+
+def _visible(source: str) -> str:
+    return source.split("### BEGIN HIDDEN TESTS")[0]
+
+
+def _parse(source: str):
+    text = "\n".join(ln for ln in source.splitlines()
+                     if not ln.lstrip().startswith(("%", "!", "###")))
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
+
+
+def exercise_table(nb: nbformat.NotebookNode) -> dict:
+    """For one source notebook: ``{"answers": {name: label}, "checks": {check function:
+    {"label": label, "hidden": bool}}}``.  A label is the exercise as the notebook names it
+    (``"Exercise 1"``, ``"Test yourself 2"``, ``"The recap exercise"``, a bold lead such as
+    ``"Recap question"``): the heading above the answer cell.  An answer's names are those its test cell passes to a check that the answer
+    cell defines; ``hidden`` says whether the test cell has hidden tests."""
+    label, in_questions = None, False
+    defined: dict[str, str | None] = {}
+    answers: dict[str, str] = {}
+    checks: dict[str, dict] = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                heading = _HEADING.match(line)
+                if heading:
+                    title = heading.group(2).strip()
+                    exercise = _EXERCISE.match(title)
+                    if exercise:
+                        label = f"Exercise {exercise.group(1)}"
+                    elif heading.group(1) == "##":
+                        in_questions = title.lower().startswith("test yourself")
+                        label = "The recap exercise" if title.lower().startswith(
+                            "recap exercise") else None
+                elif in_questions and _QUESTION.match(line):
+                    label = f"Test yourself {_QUESTION.match(line).group(1)}"
+                elif _LEAD.match(line):  # a question in bold, e.g. "**Recap question.**"
+                    label = _LEAD.match(line).group(1)
+        elif meta.get("solution") and not meta.get("grade"):
+            tree = _parse(cell.source)
+            for node in (tree.body if tree else []):
+                if isinstance(node, ast.FunctionDef):
+                    defined[node.name] = label
+                elif isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            defined[target.id] = label
+        elif meta.get("grade"):
+            tree = _parse(_visible(cell.source))
+            hidden = "BEGIN HIDDEN TESTS" in cell.source
+            for node in (ast.walk(tree) if tree else ()):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                        and node.func.attr.startswith("check_"):
+                    names = [a.id for a in node.args if isinstance(a, ast.Name) and a.id in defined]
+                    for n in names:
+                        if defined[n]:
+                            answers[n] = defined[n]
+                    own = next((defined[n] for n in names if defined[n]), label)
+                    checks[node.func.attr] = {"label": own, "hidden": hidden}
+    return {"answers": dict(sorted(answers.items())), "checks": dict(sorted(checks.items()))}
+
+
+def write_exercise_table(course: Path, names: list[str], path: Path = EXERCISES) -> bool:
+    """Update ``path`` with :func:`exercise_table` of each assignment in ``names`` (others are
+    kept); return True if the file changed."""
+    source, _ = course_dirs(course)
+    try:
+        tables = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        tables = {}
+    for name in names:
+        nb = nbformat.read(course / source / name / f"{name}.ipynb", as_version=4)
+        tables[name] = exercise_table(nb)
+    text = json.dumps(dict(sorted(tables.items())), indent=1, ensure_ascii=False) + "\n"
+    if Path(path).is_file() and Path(path).read_text(encoding="utf-8") == text:
+        return False
+    Path(path).write_text(text, encoding="utf-8")
+    return True
 
 
 def write_notebook(nb: nbformat.NotebookNode, path: Path) -> bool:
@@ -123,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ReleaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if course == REPO_ROOT.resolve() and write_exercise_table(course, names):
+        print(f"updated {EXERCISES.relative_to(course)}")
     for name in names:
         files = changed[name]
         state = "up to date" if not files else "updated " + ", ".join(

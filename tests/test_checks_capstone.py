@@ -156,8 +156,9 @@ HEAD_DIM_CARD = {"model_type": "gemma", "hidden_size": 3072, "num_hidden_layers"
 
 def test_head_dim_from_hidden_size_is_named():
     def wrong(config, context, gpu_memory_bytes, dtype="bf16"):
-        return size_card({k: v for k, v in config.items() if k != "head_dim"}, context,
-                         gpu_memory_bytes, dtype)
+        # head_dim taken as hidden_size / num_attention_heads although the card sets it
+        derived = config["hidden_size"] // config["num_attention_heads"]
+        return size_card({**config, "head_dim": derived}, context, gpu_memory_bytes, dtype)
     msg = fails(C.check_size_card, wrong, cards={"a gemma card": HEAD_DIM_CARD})
     assert "head_dim" in msg and "hidden_size / num_attention_heads" in msg
 
@@ -376,7 +377,7 @@ def test_experts():
 
 RIGHT_RECAP = {1: ("C", "T"), 2: ("E", "R"), 3: ("B", "U"), 4: ("F", "P"), 5: ("A", "S"),
                6: ("D", "Q")}
-# The module text's recap table (shared/seed), lesson by lesson: (idea, question).
+# The recap table of the lessons' source text, lesson by lesson: (idea, question).
 MODULE_TABLE = {
     1: ("Five numbers on a spec sheet give parameters, memory and compute",
         "What are the layers, width, heads, vocabulary and context, and what do they cost?"),

@@ -160,8 +160,36 @@ def test_unknown_gpt2_mistake_gets_a_size_hint_not_the_value():
     assert "one missing or extra term" in msg
 
 
+def test_hard_coded_gpt2_small_fails_the_visible_test_on_a_random_shape():
+    """The visible test also tries shapes made at run time: an answer that ignores its
+    arguments fails in the learner's own notebook, on an input the message names and labels."""
+    L1.check_gpt2_params(lambda **s: 124_439_808, shapes=[SMALL])  # GPT-2 small alone cannot tell
+    msg = fails(L1.check_gpt2_params, lambda **s: 124_439_808)
+    shape = L1.RANDOM_SHAPES[0]
+    assert msg.startswith(L1.RANDOM_TAG + "gpt2_params(" + ", ".join(f"{k}={v}" for k, v in shape.items())), msg
+    assert "is not right" in msg
+
+
+@pytest.mark.parametrize("check, fn", [
+    (L1.check_embedding_share, lambda **s: embedding_right(**SMALL)),
+    (L1.check_block_parts, lambda d_model: blocks_right(768)),
+    (L1.check_ff_shares, lambda **s: ff_right(**SMALL)),
+    (L1.check_doubling, lambda **s: doubling_right(**SMALL)),
+    (L1.check_spec_sheet_costs, lambda **c: costs_right(**L1.GPT2_SMALL_CARD)),
+])
+def test_every_visible_test_catches_an_answer_that_ignores_its_arguments(check, fn):
+    msg = fails(check, fn)
+    assert msg.startswith(L1.RANDOM_TAG), msg
+
+
+def test_random_shapes_are_the_same_on_every_run_and_differ_from_gpt2_small():
+    assert L1.random_shapes("shapes") == L1.RANDOM_SHAPES
+    assert SMALL not in L1.RANDOM_SHAPES and len(set(map(str, L1.RANDOM_SHAPES))) == 2
+    for card in L1.RANDOM_CARDS:
+        assert card["d_model"] % card["n_heads"] == 0
+
+
 def test_hard_coded_gpt2_small_fails_a_hidden_shape():
-    L1.check_gpt2_params(lambda **s: 124_439_808)  # the visible test alone cannot tell
     msg = fails(L1.check_gpt2_params, lambda **s: 124_439_808, shapes=HIDDEN_LIKE)
     assert msg.startswith("gpt2_params on a hidden test's input (another GPT-2-style shape) is "
                           "not right")

@@ -300,11 +300,21 @@ def test_intensity_mistake_is_named(fn, phrase):
     assert phrase in msg
 
 
-def test_intensity_that_ignores_bytes_passes_visible_fails_hidden():
+def test_intensity_that_ignores_bytes_fails_the_visible_random_case_and_the_hidden():
     def fn(n_tokens, bytes_per_number):
         return float(n_tokens)  # right only at 2 bytes a number
-    L5.check_flops_per_weight_byte(fn)
+    L5.check_flops_per_weight_byte(fn, cases=L5.INTENSITY_CASES[:2])  # the fixed cases cannot tell
+    assert fails(L5.check_flops_per_weight_byte, fn).startswith(L5.RANDOM_TAG)
     fails(L5.check_flops_per_weight_byte, fn, cases=notebook_cases("check_flops_per_weight_byte"))
+
+
+def test_a_hard_coded_cache_size_fails_the_visible_random_case():
+    right = L5.kv_cache_expected(**L5.KV_CASES[0])
+    L5.check_kv_cache_size(lambda **case: right, cases=L5.KV_CASES[:1])
+    fixed = {str(c): L5.kv_cache_expected(**c) for c in L5.KV_CASES[:2]}  # right on the fixed cases only
+    msg = fails(L5.check_kv_cache_size, lambda **case: fixed.get(str(case), right))
+    assert msg.startswith(L5.RANDOM_TAG + "kv_cache_size("), msg
+    assert L5._random_kv_case() == L5.RANDOM_KV_CASE  # the same on every run
 
 
 # --- exercise 4: ridge point ---------------------------------------------------------------------

@@ -3,8 +3,8 @@ message, answers that call course_lib's counters (or the MoE layer's own) fail, 
 message shows the hidden value.
 
 The right answers here are written from the architectures (not from course_lib), so they also
-cross-check the counters the checks compare against; the module's figures (REFERENCE.md) are
-asserted as typed constants."""
+cross-check the counters the checks compare against; the module's figures (the Mixtral paper,
+Jiang et al. 2024; transformers on the meta device) are asserted as typed constants."""
 from __future__ import annotations
 
 import math
@@ -105,7 +105,7 @@ def shows_none_of(message: str, *values) -> None:
 
 def test_the_module_figures():
     mixtral = cl.load_card("Mixtral-8x7B-v0.1")
-    assert card_right(mixtral) == (46_702_792_704, 12_879_925_248)       # REFERENCE.md
+    assert card_right(mixtral) == (46_702_792_704, 12_879_925_248)       # transformers, meta device
     assert [requests_right(L6.seven_b(kv), 8192, 80 * 2**30, 2) for kv in (32, 8)] == [16, 68]
     assert kv_right(L6.seven_b(32), 2) * 8192 == 4 * 2**30               # 4.0 GiB
     assert kv_right(L6.seven_b(8), 2) * 4 == kv_right(L6.seven_b(32), 2)  # a quarter

@@ -55,7 +55,7 @@ def test_every_graded_cell_has_a_wrong_answer(assignment_case):
 
 def test_test_cells_end_in_an_assert_or_a_call(assignment_case):
     """nbgrader reads a test cell's last bare expression as its score: ``False`` earns full
-    marks and a number partial credit (NBGRADER.md).  ``input()`` hangs autograde."""
+    marks and a number partial credit (nbgrader's documentation, autograder test cells).  ``input()`` hangs autograde."""
     bad = []
     for cell in _source(assignment_case).cells:
         meta = cell.metadata.get("nbgrader", {})

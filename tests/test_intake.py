@@ -66,6 +66,35 @@ def test_deleted_changed_and_unknown_cells(mini):
     assert wrong_answers._meta(nb.cells[-1])["points"] == 1
 
 
+def test_settings_jupyterlabs_panel_rewrites_are_repaired_without_a_note(mini):
+    """JupyterLab's Create Assignment panel, merely opened, drops nbgrader's ``cell_type`` from
+    every graded cell (and may write points as a float, ``locked: false`` where it was absent):
+    nothing a grade depends on, so the cell is repaired and graded with no note."""
+    release, solution = mini
+    nb = copy.deepcopy(solution)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader")
+        if meta:
+            meta.pop("cell_type", None)
+            meta.pop("checksum", None)
+            meta.setdefault("locked", False)
+            if "points" in meta:
+                meta["points"] = float(meta["points"])
+    assert normalize(nb, release) == []
+    for mine, theirs in zip(nb.cells, release.cells):
+        assert wrong_answers._meta(mine) == wrong_answers._meta(theirs)  # restored as released
+
+
+def test_a_meaningful_settings_change_is_still_noted(mini):
+    release, solution = mini
+    for key, value in [("points", 50), ("grade", False), ("locked", False), ("task", True)]:
+        nb = copy.deepcopy(solution)
+        t = next(c for c in nb.cells if wrong_answers._meta(c).get("grade_id") == "t-both")
+        t.metadata["nbgrader"].pop("cell_type", None)
+        t.metadata["nbgrader"][key] = value
+        assert "the nbgrader settings of cell t-both were changed: restored" in normalize(nb, release), key
+
+
 def test_inspect_reports_what_it_found(mini, tmp_path):
     release, solution = mini
     d = tmp_path / "ann" / "mini"

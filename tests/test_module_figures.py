@@ -1,4 +1,5 @@
-"""Every figure of the module text (shared/seed/) that course_lib can compute, reproduced."""
+"""Every figure of the lessons' source text that course_lib can compute, reproduced (each checked
+against the paper, the data sheet or the counter it comes from)."""
 import pytest
 
 import course_lib as cl

@@ -71,3 +71,9 @@ def test_empty_is_refused():
                                      (774_030_080, "774.0M")])
 def test_human_count(n, text):
     assert plots.human_count(n) == text
+
+
+def test_the_two_views_have_their_own_titles(cards):
+    shares = plots.params_by_part(cards).get_title()
+    scale = plots.params_by_part(cards, share=False).get_title()
+    assert shares != scale and "share" in shares and "one scale" in scale

@@ -30,10 +30,23 @@ import course_lib
 
 from . import records as _records
 from .sealed import Sealed, judge as _judge
+from .tutor import NotAnswered, announce, if_answered, not_answered, waiting_for
 
 
 class CheckFailed(AssertionError):
-    """A learner's answer is wrong; the message is the feedback."""
+    """A learner's answer is wrong; the message is the feedback.
+
+    In a notebook it shows as one line, the exercise and the message, not as a traceback
+    (IPython calls ``_render_traceback_``; :mod:`course_lib.checks.tutor`).  Its type and
+    message, which nbgrader and the grader's feedback read, are those raised."""
+
+    exercise: str | None = None
+    """The exercise whose check failed (``"Exercise 1"``), set by :func:`tutor.announce`."""
+
+    def _render_traceback_(self) -> list[str]:
+        from .tutor import RED, RESET
+        lead = f"{self.exercise}: " if self.exercise else ""
+        return [f"{RED}✗ {lead}{self}{RESET}"]
 
 
 _LIB_DIR = os.path.dirname(os.path.abspath(course_lib.__file__))

@@ -1070,3 +1070,8 @@ __all__ = [
     "copy_eval_losses", "check_copy_losses", "check_score_matrix", "check_flash_tib",
     "check_gqa", "check_experts", "check_recap",
 ]
+
+
+from .tutor import announce as _announce  # noqa: E402
+
+_announce(globals(), "capstone")  # one-line pass and fail messages in a notebook (checks.tutor)

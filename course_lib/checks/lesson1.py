@@ -13,6 +13,7 @@ functions take several (the notebook's hidden tests pass shapes the learner has 
 """
 from __future__ import annotations
 
+import random
 from typing import Mapping, Sequence
 
 from ..flops import forward_flops_per_token
@@ -30,8 +31,41 @@ GPT2_SMALL = dict(d_model=768, n_layers=12, d_vocab=50257, n_ctx=1024)
 GPT2_SMALL_CARD = dict(n_layers=12, d_model=768, n_heads=12, d_vocab=50257, n_ctx=1024)
 """GPT-2 small's five spec-sheet numbers, in the order of :func:`check_spec_sheet_costs`."""
 
-_PUBLIC_INPUTS = (GPT2_SMALL, GPT2_SMALL_CARD, {"d_model": 768})
-"""Inputs the notebook shows; a failure on any other input does not name it (hidden tests)."""
+
+
+def random_shapes(seed: str, n: int = 2, heads: bool = False) -> tuple[dict, ...]:
+    """``n`` GPT-2-style shapes drawn at run time from ``random.Random(seed)`` (the same on
+    every run, so the grader's run of the model answer tries the same ones): d_model a multiple
+    of 32 from 96 to 1,504, 2 to 30 layers, 500 to 60,000 tokens, a context of 128 to 2,560;
+    with ``heads``, a card (n_heads 2, 4 or 8) in :data:`GPT2_SMALL_CARD`'s order.  The visible
+    tests try them besides GPT-2 small, so that an answer which ignores its arguments fails in
+    the learner's own notebook."""
+    rng = random.Random(f"lesson1/{seed}")
+    out = []
+    for _ in range(n):
+        shape = dict(d_model=32 * rng.randint(3, 47), n_layers=rng.randint(2, 30),
+                     d_vocab=rng.randint(500, 60_000), n_ctx=64 * rng.randint(2, 40))
+        if heads:
+            shape = dict(n_layers=shape["n_layers"], d_model=shape["d_model"],
+                         n_heads=rng.choice((2, 4, 8)), d_vocab=shape["d_vocab"],
+                         n_ctx=shape["n_ctx"])
+        out.append(shape)
+    return tuple(out)
+
+
+RANDOM_SHAPES = random_shapes("shapes")
+"""Two GPT-2-style shapes made at run time (seeded): every visible test of a function tries them."""
+RANDOM_CARDS = random_shapes("cards", heads=True)
+"""Two GPT-2-style cards made at run time (seeded), for :func:`check_spec_sheet_costs`."""
+RANDOM_D_MODELS = tuple(s["d_model"] for s in random_shapes("d_models"))
+"""Two widths made at run time (seeded), for :func:`check_block_parts`."""
+
+_RANDOM_INPUTS = (*RANDOM_SHAPES, *RANDOM_CARDS, *({"d_model": d} for d in RANDOM_D_MODELS))
+_PUBLIC_INPUTS = (GPT2_SMALL, GPT2_SMALL_CARD, {"d_model": 768}, *_RANDOM_INPUTS)
+"""Inputs the notebook shows (its visible tests' defaults); a failure on any other input does
+not name it (hidden tests)."""
+RANDOM_TAG = "[random shape] "
+"""How a label marks an input made at run time."""
 _HIDDEN = on_hidden("")
 """The words that mark a hidden test's label (" on a hidden test's input")."""
 
@@ -59,6 +93,8 @@ def _call(fn, name: str, shape: Mapping):
     (another GPT-2-style shape)``.  The label depends on the input alone (records use it)."""
     if dict(shape) in _PUBLIC_INPUTS:
         label = f"{name}({', '.join(f'{k}={v}' for k, v in shape.items())})"
+        if dict(shape) in _RANDOM_INPUTS:
+            label = RANDOM_TAG + label
     else:  # a hidden test's shape: say which check failed, not what it tried
         label = on_hidden(name, _HIDDEN_KINDS.get(name, "another GPT-2-style shape"))
     return own_work(fn, **shape), label
@@ -117,7 +153,7 @@ def gpt2_param_mistakes(d_model: int, n_layers: int, d_vocab: int, n_ctx: int) -
     }
 
 
-def check_gpt2_params(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
+def check_gpt2_params(fn, shapes: Sequence[Mapping] = (GPT2_SMALL, *RANDOM_SHAPES)) -> None:
     """Check ``fn(d_model, n_layers, d_vocab, n_ctx)``, a GPT-2 parameter count, on each shape
     against ``count_params(gpt2_shape(...)).total`` (parameters, exact)."""
     for shape in shapes:
@@ -129,7 +165,7 @@ def check_gpt2_params(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
 
 # --- the embedding share ---------------------------------------------------------------------
 
-def check_embedding_share(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
+def check_embedding_share(fn, shapes: Sequence[Mapping] = (GPT2_SMALL, *RANDOM_SHAPES)) -> None:
     """Check ``fn(d_model, n_layers, d_vocab, n_ctx) -> (embedding parameters, share)``: the
     token and position tables of a GPT-2 shape, and their fraction of all parameters."""
     for shape in shapes:
@@ -159,7 +195,7 @@ def check_embedding_share(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None
 
 # --- inside a block --------------------------------------------------------------------------
 
-def check_block_parts(fn, d_models: Sequence[int] = (768,)) -> None:
+def check_block_parts(fn, d_models: Sequence[int] = (768, *RANDOM_D_MODELS)) -> None:
     """Check ``fn(d_model) -> {"attention": ..., "feed_forward": ..., "norms": ...}``: one
     GPT-2 block's parameters by part (d_ff = 4·d_model, biases and two LayerNorms)."""
     for d in d_models:
@@ -199,7 +235,7 @@ def check_block_parts(fn, d_models: Sequence[int] = (768,)) -> None:
 
 
 @builds_on("block_parts", "gpt2_params")
-def check_ff_shares(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
+def check_ff_shares(fn, shapes: Sequence[Mapping] = (GPT2_SMALL, *RANDOM_SHAPES)) -> None:
     """Check ``fn(d_model, n_layers, d_vocab, n_ctx) -> (share of a block, share of the model)``:
     the feed-forward layers' fraction of one block and of all parameters (exact, with biases
     and norms)."""
@@ -238,7 +274,7 @@ def check_ff_shares(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
 
 
 @builds_on("block_parts", "gpt2_params")
-def check_doubling(fn, shapes: Sequence[Mapping] = (GPT2_SMALL,)) -> None:
+def check_doubling(fn, shapes: Sequence[Mapping] = (GPT2_SMALL, *RANDOM_SHAPES)) -> None:
     """Check ``fn(d_model, n_layers, d_vocab, n_ctx) -> (blocks_wide, blocks_deep, model_wide,
     model_deep)``: how many times the parameters of all blocks, and of the whole model, grow
     when d_model doubles (d_ff = 4·d_model follows) or when n_layers doubles."""
@@ -485,7 +521,7 @@ def check_tys3(width_factor, layers_factor) -> None:
 # --- recap: the three costs of a spec sheet --------------------------------------------------
 
 @builds_on("gpt2_params")
-def check_spec_sheet_costs(fn, cards: Sequence[Mapping] = (GPT2_SMALL_CARD,)) -> None:
+def check_spec_sheet_costs(fn, cards: Sequence[Mapping] = (GPT2_SMALL_CARD, *RANDOM_CARDS)) -> None:
     """Check ``fn(n_layers, d_model, n_heads, d_vocab, n_ctx) -> {"params", "weight_bytes",
     "kv_cache_bytes", "flops_per_token"}`` for GPT-2-style cards: parameters, bytes of 16-bit
     weights, bytes of 16-bit KV cache for one sequence of n_ctx tokens, and forward FLOPs
@@ -539,3 +575,8 @@ def check_spec_sheet_costs(fn, cards: Sequence[Mapping] = (GPT2_SMALL_CARD,)) ->
                         "n_heads · d_head is d_model already: the attention term has no extra "
                         "n_heads": flops + 2 * (h - 1) * macs_attn,
                     })
+
+
+from .tutor import announce as _announce  # noqa: E402
+
+_announce(globals(), "lesson1")  # one-line pass and fail messages in a notebook (checks.tutor)

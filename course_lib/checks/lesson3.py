@@ -834,3 +834,8 @@ def check_tys_long_tests(reason, eight_step_share) -> None:
     TYS_FACT_ACCURACY (a fraction).  Sealed."""
     check_sealed(_option(reason), TYS_LONG_REASON)
     check_sealed(eight_step_share, TYS_LONG_SHARE)
+
+
+from .tutor import announce as _announce  # noqa: E402
+
+_announce(globals(), "lesson3")  # one-line pass and fail messages in a notebook (checks.tutor)

@@ -21,6 +21,7 @@ answer that calls course_lib's counters (``params``, ``memory``, ``flops``) fail
 from __future__ import annotations
 
 import math
+import random
 from typing import Mapping, NamedTuple, Sequence
 
 from ..cards import load_card
@@ -50,7 +51,9 @@ ACCELERATORS = {
     "H100 SXM 80GB": Accelerator("80 GB HBM3", 3.35e12, 989e12),
     "H200 SXM": Accelerator("141 GB HBM3e", 4.8e12, 989e12),
 }
-"""Vendor data sheets (NVIDIA A100, H100 and H200), as collected in the course's REFERENCE.md."""
+"""From NVIDIA's data sheets: the A100 Tensor Core GPU (80 GB SXM), the H100 Tensor Core GPU
+(SXM) and the H200 Tensor Core GPU: memory, memory bandwidth (bytes/s) and dense 16-bit peak
+(FLOP/s)."""
 
 A100 = "A100 SXM 80GB"
 BYTES_16BIT = 2
@@ -248,11 +251,30 @@ def _check_generate_case(fn, case: Mapping) -> None:
 
 # --- exercise 2: the size of the cache ----------------------------------------------------------
 
+RANDOM_TAG = "[random shape] "
+"""How a label marks an input made at run time."""
+
+
+def _random_kv_case(seed: str = "lesson5/kv_cache_size") -> dict:
+    """A cache shape drawn at run time from ``random.Random(seed)`` (the same on every run, so
+    the grader's run of the model answer tries it too): 1 to 8 key/value heads, each serving 1,
+    2 or 4 query heads, 2 to 40 layers, d_head 32 to 128, 100 to 20,000 tokens, 1, 2 or 4 bytes
+    a number."""
+    rng = random.Random(seed)
+    n_kv = rng.choice((1, 2, 4, 8))
+    return dict(n_layers=rng.randint(2, 40), n_heads=n_kv * rng.choice((1, 2, 4)), n_kv_heads=n_kv,
+                d_head=rng.choice((32, 48, 64, 80, 96, 128)), n_tokens=rng.randint(100, 20_000),
+                bytes_per_number=rng.choice((1, 2, 4)))
+
+
+RANDOM_KV_CASE = _random_kv_case()
 KV_CASES = (dict(SEVEN_B, n_tokens=SEVEN_B_TOKENS, bytes_per_number=BYTES_16BIT),
             dict(n_layers=32, n_heads=32, n_kv_heads=8, d_head=128, n_tokens=8192,
-                 bytes_per_number=2))
-"""Visible cases of :func:`check_kv_cache_size`: the 7B-class shape, and Llama 3 8B's
-(8 key/value heads)."""
+                 bytes_per_number=2),
+            RANDOM_KV_CASE)
+"""Visible cases of :func:`check_kv_cache_size`: the 7B-class shape, Llama 3 8B's (8 key/value
+heads), and a shape made at run time (:func:`_random_kv_case`), so that an answer ignoring its
+arguments fails the visible test."""
 
 
 def kv_cache_expected(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number) -> int:
@@ -299,13 +321,20 @@ def check_kv_cache_size(fn, cases: Sequence[Mapping] = KV_CASES) -> None:
     for case in cases:
         got, label = _call(fn, "kv_cache_size", case, is_shown(case, KV_CASES),
                            (_heads_kind(case["n_heads"], case["n_kv_heads"]),))
+        if case == RANDOM_KV_CASE:
+            label = RANDOM_TAG + label
         check_value(got, kv_cache_expected(**case), what=label, rel=1e-9,
                     mistakes=kv_mistakes(**case))
 
 
 # --- exercise 3: FLOPs per byte of weights ------------------------------------------------------
 
-INTENSITY_CASES = (dict(n_tokens=1, bytes_per_number=2), dict(n_tokens=512, bytes_per_number=2))
+RANDOM_INTENSITY_CASE = (lambda rng: dict(n_tokens=rng.randint(2, 4000),
+                                           bytes_per_number=rng.choice((1, 4))))(
+    random.Random("lesson5/flops_per_weight_byte"))
+"""A pass made at run time (seeded): 2 to 4,000 tokens, 1 or 4 bytes a number."""
+INTENSITY_CASES = (dict(n_tokens=1, bytes_per_number=2), dict(n_tokens=512, bytes_per_number=2),
+                   RANDOM_INTENSITY_CASE)
 
 
 def check_flops_per_weight_byte(fn, cases: Sequence[Mapping] = INTENSITY_CASES) -> None:
@@ -314,6 +343,8 @@ def check_flops_per_weight_byte(fn, cases: Sequence[Mapping] = INTENSITY_CASES) 
     token: 2·n_tokens / bytes_per_number."""
     for case in cases:
         got, label = _call(fn, "flops_per_weight_byte", case, is_shown(case, INTENSITY_CASES))
+        if case == RANDOM_INTENSITY_CASE:
+            label = RANDOM_TAG + label
         n, b = case["n_tokens"], case["bytes_per_number"]
         expected = 2 * n / b
         check_value(got, expected, what=label, rel=1e-9, mistakes=_merged({
@@ -666,3 +697,8 @@ def check_recap(requests, bound) -> None:
     with builds_on("requests_fit"):
         check_sealed(requests, RECAP_REQUESTS)
     check_sealed(_choice(bound, "recap_bound", BOUNDS), RECAP_BOUND)
+
+
+from .tutor import announce as _announce  # noqa: E402
+
+_announce(globals(), "lesson5")  # one-line pass and fail messages in a notebook (checks.tutor)
