@@ -30,13 +30,21 @@ Gemma with GELU; Shazeer 2020, arxiv.org/abs/2002.05202).  Fused layouts (Phi-3'
 
 MLP_KINDS = tuple(MLP_MATRICES)
 
-NORM_PARAMS_PER_WIDTH = {"layernorm": 2, "rmsnorm": 1, "nonparametric_layernorm": 0}
+NORM_PARAMS_PER_WIDTH = {"layernorm": 2, "rmsnorm": 1, "nonparametric_layernorm": 0,
+                         "layernorm_nobias": 1}
 """Parameters per unit of width of each normalisation kind.  ``layernorm``: a weight and a
 bias (Ba et al. 2016; GPT-2, Falcon).  ``rmsnorm``: a weight only (Zhang and Sennrich 2019;
 Llama, Gemma).  ``nonparametric_layernorm``: LayerNorm without weight or bias, no parameters
-(OLMo, Groeneveld et al. 2024, arxiv.org/abs/2402.00838)."""
+(OLMo, Groeneveld et al. 2024, arxiv.org/abs/2402.00838).  ``layernorm_nobias``: LayerNorm
+with a weight and no bias (Cohere's Command R)."""
 
 NORM_KINDS = tuple(NORM_PARAMS_PER_WIDTH)
+
+QK_NORM_KINDS = ("head", "heads")
+"""Norms on the queries and keys of each layer (of the block's ``norm`` kind).  ``head``: one
+norm of d_head shared by every head, one for queries and one for keys (Qwen3, Gemma 3;
+Dehghani et al. 2023, arxiv.org/abs/2302.05442).  ``heads``: one over the whole projection,
+n_heads·d_head for queries and n_kv_heads·d_head for keys (OLMo 2, OLMoE, Cohere)."""
 
 POSITION_KINDS = ("learned", "rotary", "sinusoidal", "alibi", "none")
 """``learned``: a table of n_ctx × d_model parameters (GPT-2).  ``rotary`` (Su et al. 2021),
@@ -140,6 +148,24 @@ class ModelShape:
     """Width of those dense layers' feed-forward; None means ``d_ff``."""
     mla: LatentAttention | None = None
     """Multi-head latent attention (DeepSeek); None for ordinary attention."""
+    qk_norm: str | None = None
+    """Norms on queries and keys: None, ``"head"`` or ``"heads"`` (see ``QK_NORM_KINDS``)."""
+    attention_sinks: bool = False
+    """One learned logit per query head per layer that takes a share of the softmax
+    (gpt-oss; Xiao et al. 2023, arxiv.org/abs/2309.17453): n_heads parameters a layer."""
+    router_bias: bool = False
+    """A bias of n_experts on each router (gpt-oss)."""
+    head_bias: bool = False
+    """A bias of d_vocab on the output head (Phi-2, Phi-3.5-MoE)."""
+    d_ff_shared: int | None = None
+    """Width of the one feed-forward layer the shared experts are built as; None means
+    ``n_shared_experts × d_ff`` (DeepSeek, GLM-4.5); Qwen1.5-MoE sets its own."""
+    shared_expert_gate: bool = False
+    """A sigmoid gate d_model → 1 (no bias) scaling the shared expert's output (Qwen2-MoE)."""
+    dense_layer_ids: tuple | None = None
+    """Which layers (0-based) are the ``n_dense_layers`` dense ones, when they are not the
+    first ones (Qwen-MoE's ``mlp_only_layers`` and ``decoder_sparse_step``).  None means the
+    first ``n_dense_layers``; a tuple that is ``0 .. k-1`` is stored as None."""
     dtype: str | None = None
     """The dtype the card stores its weights in (``torch_dtype``), if it says."""
     model_type: str = "custom"
@@ -196,6 +222,23 @@ class ModelShape:
         if self.n_dense_layers > self.n_layers:
             raise ValueError(f"n_dense_layers={self.n_dense_layers} is more than "
                              f"n_layers={self.n_layers}")
+        if self.dense_layer_ids is not None:
+            ids = self.dense_layer_ids
+            if not isinstance(ids, (list, tuple)) or any(
+                    isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.n_layers
+                    for i in ids) or len(set(ids)) != len(ids):
+                raise ValueError(f"dense_layer_ids={ids!r} must list distinct layers from 0 to "
+                                 f"{self.n_layers - 1}")
+            if not self.is_moe:
+                raise ValueError(f"dense_layer_ids={ids!r} needs a mixture of experts "
+                                 f"(n_experts={self.n_experts})")
+            if self.n_dense_layers not in (0, len(ids)):
+                raise ValueError(f"n_dense_layers={self.n_dense_layers} is not the "
+                                 f"{len(ids)} layers of dense_layer_ids")
+            ids = tuple(sorted(ids))
+            object.__setattr__(self, "n_dense_layers", len(ids))
+            object.__setattr__(self, "dense_layer_ids",
+                               None if ids == tuple(range(len(ids))) else ids)
         if self.d_ff_dense is not None:
             _check_positive("d_ff_dense", self.d_ff_dense)
             if not self.n_dense_layers:
@@ -212,7 +255,24 @@ class ModelShape:
             if self.mla.d_head_rope > self.d_head:
                 raise ValueError(f"mla.d_head_rope={self.mla.d_head_rope} is more than "
                                  f"d_head={self.d_head}")
-        for f in ("qkv_bias", "out_bias", "mlp_bias", "tied_embeddings", "parallel_attn"):
+        if self.qk_norm is not None and self.qk_norm not in QK_NORM_KINDS:
+            raise ValueError(f"qk_norm={self.qk_norm!r} is not one of None, "
+                             + ", ".join(QK_NORM_KINDS))
+        if self.qk_norm is not None and self.mla is not None:
+            raise ValueError(f"qk_norm={self.qk_norm!r} with latent attention: its norms are "
+                             "on the latents")
+        if self.d_ff_shared is not None:
+            _check_positive("d_ff_shared", self.d_ff_shared)
+            if not self.n_shared_experts:
+                raise ValueError(f"d_ff_shared={self.d_ff_shared} needs shared experts "
+                                 f"(n_shared_experts={self.n_shared_experts})")
+        if self.shared_expert_gate and not self.n_shared_experts:
+            raise ValueError("shared_expert_gate=True needs shared experts "
+                             f"(n_shared_experts={self.n_shared_experts})")
+        if self.router_bias and not self.is_moe:
+            raise ValueError(f"router_bias=True needs a mixture of experts (n_experts={self.n_experts})")
+        for f in ("qkv_bias", "out_bias", "mlp_bias", "tied_embeddings", "parallel_attn",
+                  "attention_sinks", "router_bias", "head_bias", "shared_expert_gate"):
             if not isinstance(getattr(self, f), bool):
                 raise ValueError(f"{f}={getattr(self, f)!r} must be True or False")
 
@@ -238,6 +298,22 @@ class ModelShape:
         if self.sliding_window is None:
             return 0
         return self.n_layers if self.n_sliding_layers is None else self.n_sliding_layers
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """True when block ``layer`` (0-based) has a mixture of experts, False for a dense
+        block (a dense model, or one of the ``n_dense_layers``)."""
+        if not self.is_moe:
+            return False
+        if self.dense_layer_ids is not None:
+            return layer not in self.dense_layer_ids
+        return layer >= self.n_dense_layers
+
+    @property
+    def shared_width(self) -> int:
+        """Width of the shared experts' feed-forward layer (0 without shared experts)."""
+        if not self.n_shared_experts:
+            return 0
+        return self.d_ff_shared or self.n_shared_experts * self.d_ff
 
     @property
     def moe_layers(self) -> int:
@@ -273,6 +349,8 @@ class ModelShape:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.mla is not None:
             d["mla"] = self.mla.as_dict()
+        if self.dense_layer_ids is not None:
+            d["dense_layer_ids"] = list(self.dense_layer_ids)
         return d
 
 
