@@ -341,6 +341,11 @@ class _Defaulted(_Reader):
         return types
 
 
+_HEADS_DIVIDE_D_MODEL = ("gemma3_text", "deepseek_v2", "gpt_neox")
+"""Families whose config class refuses a hidden_size that num_attention_heads does not
+divide, even with an explicit head_dim (their ``validate_architecture``)."""
+
+
 def _modern(r: _Defaulted, mlp: str = "swiglu", norm: str = "rmsnorm",
             bias_key: str | None = "attention_bias", out_bias: bool | None = None,
             head_dim: bool = True, d_ff_field: str = "d_ff") -> dict:
@@ -358,6 +363,10 @@ def _modern(r: _Defaulted, mlp: str = "swiglu", norm: str = "rmsnorm",
     d_head = r.number("d_head", "head_dim", r.defaults.get("head_dim"), null=None) \
         if head_dim else None
     bias = r.switch("qkv_bias", bias_key) if bias_key else False
+    if r.model_type in _HEADS_DIVIDE_D_MODEL and d_model % n_heads:
+        raise CardError(f"bad {r.model_type} config: n_heads={n_heads} does not divide "
+                        f"d_model={d_model} (key 'num_attention_heads'), which {r.model_type} "
+                        "requires even with a head_dim")
     return dict(
         d_model=d_model, n_layers=r.size("n_layers", "num_hidden_layers"),
         n_heads=n_heads, n_kv_heads=n_kv, d_head=d_head,
