@@ -311,17 +311,25 @@ class _Defaulted(_Reader):
         super().__init__(cfg, model_type)
         self.defaults = FAMILY_DEFAULTS[model_type]
 
-    def size(self, field: str, *keys: str) -> int:
-        """A whole number from the first of ``keys`` present; the default when absent."""
+    def size(self, field: str, *keys: str, minimum: int = 1) -> int:
+        """A whole number of at least ``minimum`` from the first of ``keys`` present; the
+        family's default when all are absent."""
         for key in keys:
             if key in self.cfg:
                 if self.cfg[key] is None:
                     raise CardError(f"bad {self.model_type} config: {field}=None (key {key!r}) "
                                     "must be a whole number")
                 self.keys[field] = f"key {key!r}"
-                return self._whole(field, key, self.cfg[key])
-        self.keys[field] = f"key {keys[0]!r} absent: {self.model_type}'s default"
-        return self._whole(field, keys[0], self.defaults[keys[0]])
+                value = self._whole(field, key, self.cfg[key])
+                break
+        else:
+            key = keys[0]
+            self.keys[field] = f"key {key!r} absent: {self.model_type}'s default"
+            value = self._whole(field, key, self.defaults[key])
+        if value < minimum:
+            raise CardError(f"bad {self.model_type} config: {field}={value} must be at least "
+                            f"{minimum} (key {key!r})")
+        return value
 
     def switch(self, field: str, key: str) -> bool:
         return self.flag(field, key, self.defaults[key])
@@ -382,12 +390,12 @@ def _experts(r: _Defaulted, d: dict, n_key: str, k_key: str = "num_experts_per_t
     """Routed experts: n_experts (key ``n_key`` or its ``alias``), top-k; experts of width
     moe_intermediate_size where the family has it (the dense layers keep intermediate_size)."""
     keys = (n_key, alias) if alias else (n_key,)
-    n = r.size("n_experts", *keys)
+    n = r.size("n_experts", *keys, minimum=0)
     if k_key in r.cfg and r.cfg[k_key] is None or k_key not in r.cfg and r.defaults[k_key] is None:
         raise CardError(f"bad {r.model_type} config: n_experts_per_tok=None (key {k_key!r}): "
                         f"{r.model_type} has no default for it")
     d.update(n_experts=n, n_experts_per_tok=r.size("n_experts_per_tok", k_key))
-    if "moe_intermediate_size" in r.defaults:
+    if "moe_intermediate_size" in r.defaults:  # _modern read intermediate_size as d_ff_dense
         d["d_ff_dense"] = d["d_ff"]
         d["d_ff"] = r.size("d_ff", "moe_intermediate_size")
     return d
@@ -399,8 +407,6 @@ def _sparse_layers(r: _Defaulted, d: dict) -> dict:
     num_experts is 0."""
     L = d["n_layers"]
     step = r.size("decoder_sparse_step", "decoder_sparse_step")
-    if step < 1:
-        raise CardError(f"bad {r.model_type} config: decoder_sparse_step={step} must be at least 1")
     only = r.setting("mlp_only_layers") or []
     if not isinstance(only, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in only):
         raise CardError(f"bad {r.model_type} config: mlp_only_layers={only!r} must list layers")
@@ -416,7 +422,7 @@ def _sparse_layers(r: _Defaulted, d: dict) -> dict:
 
 def _first_dense(r: _Defaulted, d: dict) -> dict:
     """DeepSeek's and GLM's first_k_dense_replace dense first layers (intermediate_size)."""
-    n_dense = min(r.size("n_dense_layers", "first_k_dense_replace"), d["n_layers"])
+    n_dense = min(r.size("n_dense_layers", "first_k_dense_replace", minimum=0), d["n_layers"])
     d.update(n_dense_layers=max(n_dense, 0))
     if not n_dense or d["d_ff_dense"] == d["d_ff"]:
         d["d_ff_dense"] = None
@@ -432,7 +438,7 @@ def _qwen_window(r: _Defaulted, d: dict, alternate: bool) -> dict:
         window = r.number("sliding_window", "sliding_window", r.defaults["sliding_window"],
                           null=None)
         window = window or None  # Qwen2-MoE's 0 means none
-    first = r.size("max_window_layers", "max_window_layers")
+    first = r.size("max_window_layers", "max_window_layers", minimum=0)
     default = ["sliding_attention" if window is not None and
                ((i + 1) % 2 and i < first if alternate else i >= first)
                else "full_attention" for i in range(L)]
@@ -465,7 +471,7 @@ def _from_qwen3(r: _Defaulted) -> dict:
 def _from_qwen3_moe(r: _Defaulted) -> dict:
     # Qwen3-MoE: Qwen3's attention, 128 fine-grained experts, top-8, no shared expert; a window
     # on every layer when use_sliding_window.
-    d = _experts(r, _modern(r), "num_experts", alias="num_local_experts")
+    d = _experts(r, _modern(r, d_ff_field="d_ff_dense"), "num_experts", alias="num_local_experts")
     d.update(qk_norm="head")
     d = _sparse_layers(r, d)
     if not r.switch("use_sliding_window", "use_sliding_window"):
@@ -476,7 +482,8 @@ def _from_qwen3_moe(r: _Defaulted) -> dict:
 def _from_qwen2_moe(r: _Defaulted) -> dict:
     # Qwen1.5/2-MoE: biases on q, k, v; 60 experts, top-4, and one shared expert of
     # shared_expert_intermediate_size behind a sigmoid gate.
-    d = _experts(r, _modern(r, bias_key=None, head_dim=False), "num_experts")
+    d = _experts(r, _modern(r, bias_key=None, head_dim=False, d_ff_field="d_ff_dense"),
+                 "num_experts")
     d.update(qkv_bias=True, n_shared_experts=1, shared_expert_gate=True,
              d_ff_shared=r.size("d_ff_shared", "shared_expert_intermediate_size"))
     d = _sparse_layers(r, d)
@@ -533,7 +540,7 @@ def _from_deepseek_v2(r: _Defaulted) -> dict:
     d = _experts(r, _modern(r, head_dim=False, d_ff_field="d_ff_dense"), "n_routed_experts",
                  alias="num_experts")
     d = _latent(r, d)
-    d.update(n_shared_experts=r.size("n_shared_experts", "n_shared_experts"))
+    d.update(n_shared_experts=r.size("n_shared_experts", "n_shared_experts", minimum=0))
     return _first_dense(r, d)
 
 
@@ -542,7 +549,7 @@ def _from_glm4_moe(r: _Defaulted) -> dict:
     # experts, top-8, one shared expert; the first layer dense; q/k norms if use_qk_norm.
     d = _modern(r, out_bias=False, d_ff_field="d_ff_dense")
     d = _experts(r, d, "n_routed_experts", alias="num_local_experts")
-    d.update(n_shared_experts=r.size("n_shared_experts", "n_shared_experts"),
+    d.update(n_shared_experts=r.size("n_shared_experts", "n_shared_experts", minimum=0),
              qk_norm="head" if r.switch("qk_norm", "use_qk_norm") else None)
     return _first_dense(r, d)
 

@@ -30,11 +30,19 @@ MINIMAL = {
 for _family, _heads in (("mistral", 8), ("mixtral", 8), ("qwen2", 32), ("gemma", 16),
                         ("gemma2", 8), ("phi3", 8), ("olmo", 8), ("deepseek_v3", 128)):
     MINIMAL[_family] = dict(MINIMAL["llama"], num_attention_heads=_heads)
+# The families of 2026 take a default for every key; these are small sizes for them, with as
+# many heads as their default kv head count needs (Qwen3: 32, Qwen2-MoE: 16, the others 8).
+NEW_FAMILIES = tuple(cl.cards.FAMILY_DEFAULTS)
+for _family in NEW_FAMILIES:
+    _heads = {"qwen3": 32, "qwen2_moe": 16}.get(_family, 8)
+    MINIMAL[_family] = dict(MINIMAL["llama"], num_attention_heads=_heads)
+MINIMAL["deepseek_v2"]["num_experts_per_tok"] = 2  # DeepseekV2Config has no default for it
 MINIMAL = {family: dict(cfg, model_type=family, bos_token_id=None, eos_token_id=None,
                         pad_token_id=None) for family, cfg in MINIMAL.items()}
 REQUIRED = {family: [k for k in cfg if k not in ("model_type", "bos_token_id", "eos_token_id",
-                                                  "pad_token_id")]
+                                                  "pad_token_id", "num_experts_per_tok")]
             for family, cfg in MINIMAL.items()}
+OLD_FAMILIES = tuple(f for f in SUPPORTED_MODEL_TYPES if f not in NEW_FAMILIES)
 SIZE_FIELDS = {"n_embd": "d_model", "hidden_size": "d_model", "n_layer": "n_layers",
                "num_hidden_layers": "n_layers", "n_head": "n_heads",
                "num_attention_heads": "n_heads", "intermediate_size": "d_ff",
@@ -42,9 +50,14 @@ SIZE_FIELDS = {"n_embd": "d_model", "hidden_size": "d_model", "n_layer": "n_laye
 
 
 
+MOE_WIDTH = ("deepseek_v3", "deepseek_v2", "glm4_moe", "qwen3_moe", "qwen2_moe")
+"""Families whose intermediate_size is the width of their dense layers (experts have their
+own, moe_intermediate_size)."""
+
+
 def field_of(family: str, key: str) -> str:
     """The shape field a required key feeds (DeepSeek's intermediate_size is its dense width)."""
-    return "d_ff_dense" if (family, key) == ("deepseek_v3", "intermediate_size") else SIZE_FIELDS[key]
+    return "d_ff_dense" if family in MOE_WIDTH and key == "intermediate_size" else SIZE_FIELDS[key]
 
 
 def hf_config(cfg: dict):
@@ -197,7 +210,27 @@ def test_unsupported_model_type_lists_the_supported_ones():
     assert issubclass(CardError, ValueError)
 
 
-@pytest.mark.parametrize("family", SUPPORTED_MODEL_TYPES)
+@pytest.mark.parametrize("family", NEW_FAMILIES)
+def test_new_families_default_every_size_and_refuse_null(family):
+    """A size left out takes the config class default, as transformers does; a null one is
+    an error naming the key (transformers would fail to build it)."""
+    for key in REQUIRED[family]:
+        cfg = {k: v for k, v in MINIMAL[family].items() if k != key}
+        default = cl.cards.FAMILY_DEFAULTS[family][key]
+        assert getattr(hf_config(cfg), key) == default
+        try:
+            s = cl.shape_from_config(cfg)
+        except CardError as e:  # the default does not fit the small sizes (e.g. 96 heads)
+            assert "does not divide" in str(e) and "default" in str(e), e
+        else:
+            assert s == cl.shape_from_config(hf_config(cfg).to_dict()), key
+            if key != "intermediate_size" or family not in MOE_WIDTH:
+                assert default in (getattr(s, field_of(family, key)), s.d_ff_dense), key
+        with pytest.raises(CardError, match=f"{field_of(family, key)}=None.*'{key}'"):
+            cl.shape_from_config(dict(MINIMAL[family], **{key: None}))
+
+
+@pytest.mark.parametrize("family", OLD_FAMILIES)
 def test_missing_required_key(family):
     for key in REQUIRED[family]:
         cfg = {k: v for k, v in MINIMAL[family].items() if k != key}
