@@ -670,6 +670,28 @@ def _read_json(path: Path) -> dict:
                         f"column {e.colno}") from None
 
 
+def decoder_only_model_types() -> tuple[str, ...] | None:
+    """The model_types transformers builds as causal (decoder-only) language models
+    (``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``), or None when transformers is not importable."""
+    try:
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    except ImportError:
+        return None
+    return tuple(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
+def unsupported_message(model_type) -> str:
+    """The error for a model_type the course's counters do not support: whether transformers
+    knows it as a decoder-only family, and the supported ones."""
+    known = decoder_only_model_types() if isinstance(model_type, str) else None
+    why = ""
+    if known is not None and model_type in known:
+        why = (": a decoder-only family transformers knows, which the course's counters do not "
+               "support (size --verify still gives its total from transformers)")
+    return (f"unsupported model_type {model_type!r}{why}; supported: "
+            + ", ".join(SUPPORTED_MODEL_TYPES))
+
+
 def shape_from_config(config: dict | str | os.PathLike, name: str = "") -> ModelShape:
     """Build a :class:`ModelShape` from a Hugging Face ``config.json``.
 
@@ -692,8 +714,7 @@ def shape_from_config(config: dict | str | os.PathLike, name: str = "") -> Model
         raise CardError(f"config must be a JSON object, got {type(config).__name__}")
     model_type = config.get("model_type")
     if model_type not in _FAMILIES:
-        raise CardError(f"unsupported model_type {model_type!r}; supported: "
-                        + ", ".join(SUPPORTED_MODEL_TYPES))
+        raise CardError(unsupported_message(model_type))
     reader = (_Defaulted if model_type in FAMILY_DEFAULTS else _Reader)(config, model_type)
     kwargs = _FAMILIES[model_type](reader)
     try:
@@ -962,14 +983,24 @@ def card_config(name: str) -> dict:
     return json.loads((resources.files("course_lib") / "cards" / f"{name}.json").read_text())
 
 
-def load_card(name_or_path: str | os.PathLike) -> ModelShape:
-    """A shipped card by name (``"gpt2"``, ``"Llama-2-70b-hf"``, ...) or a ``config.json`` path."""
+def load_config(name_or_path: str | os.PathLike) -> tuple[dict, str]:
+    """(the raw config dict, its name) of a shipped card or a ``config.json`` path (or the
+    folder holding one).  Raises CardError for a missing or unreadable file, or not an object."""
     if str(name_or_path) in card_names():
-        return shape_from_config(card_config(str(name_or_path)), name=str(name_or_path))
+        return card_config(str(name_or_path)), str(name_or_path)
     path = Path(name_or_path)
     if path.is_dir():
         path = path / "config.json"
     if not path.exists() and path.suffix != ".json" and os.sep not in str(name_or_path):
         raise CardError(f"no shipped card or file named {str(name_or_path)!r}; "
                         f"shipped: {', '.join(card_names())}")
-    return shape_from_config(path)
+    config = _read_json(path)
+    if not isinstance(config, dict):
+        raise CardError(f"config must be a JSON object, got {type(config).__name__}")
+    return config, path.parent.name if path.name == "config.json" else path.stem
+
+
+def load_card(name_or_path: str | os.PathLike) -> ModelShape:
+    """A shipped card by name (``"gpt2"``, ``"Llama-2-70b-hf"``, ...) or a ``config.json`` path."""
+    config, name = load_config(name_or_path)
+    return shape_from_config(config, name=name)
