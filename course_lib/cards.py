@@ -670,22 +670,19 @@ def _read_json(path: Path) -> dict:
                         f"column {e.colno}") from None
 
 
-def decoder_only_model_types() -> tuple[str, ...] | None:
-    """The model_types transformers builds as causal (decoder-only) language models
-    (``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``), or None when transformers is not importable."""
-    try:
-        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-    except ImportError:
-        return None
-    return tuple(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+def decoder_only_model_types() -> tuple[str, ...]:
+    """The model_types transformers 5.24 builds as causal (decoder-only) language models, the
+    keys of its ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`` (course_lib/causal_lm_model_types.json,
+    checked against transformers in tests/test_families.py)."""
+    data = json.loads((resources.files("course_lib") / "causal_lm_model_types.json").read_text())
+    return tuple(data["model_types"])
 
 
 def unsupported_message(model_type) -> str:
     """The error for a model_type the course's counters do not support: whether transformers
     knows it as a decoder-only family, and the supported ones."""
-    known = decoder_only_model_types() if isinstance(model_type, str) else None
     why = ""
-    if known is not None and model_type in known:
+    if isinstance(model_type, str) and model_type in decoder_only_model_types():
         why = (": a decoder-only family transformers knows, which the course's counters do not "
                "support (size --verify still gives its total from transformers)")
     return (f"unsupported model_type {model_type!r}{why}; supported: "

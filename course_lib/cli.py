@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         except CardError as e:
             model_type = config.get("model_type")
             if not (args.verify and model_type not in SUPPORTED_MODEL_TYPES
-                    and model_type in (decoder_only_model_types() or ())):
+                    and model_type in decoder_only_model_types()):
                 raise
             from .verify import format_verification
             v = _verify(config, None)  # an unsupported family: transformers' total alone

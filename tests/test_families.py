@@ -35,6 +35,13 @@ def build_meta(cfg: dict):
 
 # --- the defaults are data, and they are transformers' ---------------------------------------
 
+def test_causal_lm_model_types_are_transformers():
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    known = cl.cards.decoder_only_model_types()
+    assert set(known) == set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    assert set(cl.SUPPORTED_MODEL_TYPES) <= set(known)
+
+
 def test_every_new_family_has_defaults():
     assert set(NEW) == set(cl.SUPPORTED_MODEL_TYPES[11:])
 
