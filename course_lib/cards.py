@@ -50,7 +50,17 @@ class _Reader:
     def __init__(self, cfg: dict, model_type: str):
         self.cfg, self.model_type, self.keys = cfg, model_type, {}
 
+    def source(self, field: str) -> str | None:
+        """Which key fed ``field``, for an error message (None if no key did)."""
+        if field not in self.keys:
+            return None
+        key, defaulted = self.keys[field]
+        return f"key {key!r} absent or null: {self.model_type}'s default" if defaulted \
+            else f"key {key!r}"
+
     def _whole(self, field: str, key: str, value):
+        if type(value) is int:  # the usual case, fast
+            return value
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
@@ -62,7 +72,7 @@ class _Reader:
         """A whole number from the first of ``keys`` present (aliases), else CardError."""
         for key in keys:
             if self.cfg.get(key) is not None:
-                self.keys[field] = f"key {key!r}"
+                self.keys[field] = (key, False)
                 return self._whole(field, key, self.cfg[key])
         raise CardError(f"{self.model_type} config is missing the required key {keys[0]!r} "
                         f"({field})")
@@ -82,16 +92,19 @@ class _Reader:
         value = self.raw(key, absent, null)
         if value is None:
             return None
-        self.keys.setdefault(field, f"key {key!r}" if self.cfg.get(key) is not None
-                             else f"key {key!r} absent or null: {self.model_type}'s default")
+        self.keys.setdefault(field, (key, self.cfg.get(key) is None))
         return self._whole(field, key, value)
 
     def flag(self, field: str, key: str, absent: bool) -> bool:
+        value = self.cfg.get(key)
+        if type(value) is bool:  # the usual case, fast
+            self.keys.setdefault(field, (key, False))
+            return value
         value = self.raw(key, absent)
         if not isinstance(value, bool):
             raise CardError(f"bad {self.model_type} config: {field}={value!r} (key {key!r}) "
                             "must be true or false")
-        self.keys.setdefault(field, f"key {key!r}")
+        self.keys.setdefault(field, (key, False))
         return value
 
     def layer_types(self, n_layers: int, default: list[str]) -> int:
@@ -314,17 +327,21 @@ class _Defaulted(_Reader):
     def size(self, field: str, *keys: str, minimum: int = 1) -> int:
         """A whole number of at least ``minimum`` from the first of ``keys`` present; the
         family's default when all are absent."""
+        cfg = self.cfg
+        if len(keys) == 1 and type(cfg.get(keys[0])) is int and cfg[keys[0]] >= minimum:
+            self.keys[field] = (keys[0], False)  # the usual case, fast
+            return cfg[keys[0]]
         for key in keys:
             if key in self.cfg:
                 if self.cfg[key] is None:
                     raise CardError(f"bad {self.model_type} config: {field}=None (key {key!r}) "
                                     "must be a whole number")
-                self.keys[field] = f"key {key!r}"
+                self.keys[field] = (key, False)
                 value = self._whole(field, key, self.cfg[key])
                 break
         else:
             key = keys[0]
-            self.keys[field] = f"key {key!r} absent: {self.model_type}'s default"
+            self.keys[field] = (key, True)
             value = self._whole(field, key, self.defaults[key])
         if value < minimum:
             raise CardError(f"bad {self.model_type} config: {field}={value} must be at least "
@@ -720,7 +737,7 @@ def shape_from_config(config: dict | str | os.PathLike, name: str = "") -> Model
     except (ValueError, TypeError) as e:
         message = str(e)
         field = re.match(r"(\w+)=", message)
-        source = reader.keys.get(field.group(1)) if field else None
+        source = reader.source(field.group(1)) if field else None
         where = f" ({source})" if source else ""
         raise CardError(f"bad {model_type} config: {message}{where}") from None
 

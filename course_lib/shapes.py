@@ -171,9 +171,35 @@ class ModelShape:
     model_type: str = "custom"
     name: str = field(default="", compare=False)
 
+    def __init__(self, *args, **kwargs) -> None:
+        # Hand-written (dataclass keeps a class's own __init__): the generated one of a frozen
+        # dataclass sets its 37 fields one object.__setattr__ at a time, which costs more than
+        # the whole parameter count (benchmarks/size_vs_meta.py).  Same signature and errors.
+        if len(args) > len(_FIELD_NAMES):
+            raise TypeError(f"ModelShape() takes at most {len(_FIELD_NAMES)} positional "
+                            f"arguments ({len(args)} given)")
+        values = dict(_FIELD_DEFAULTS)
+        for name, value in zip(_FIELD_NAMES, args):
+            if name in kwargs:
+                raise TypeError(f"ModelShape() got multiple values for argument {name!r}")
+            values[name] = value
+        if not kwargs.keys() <= values.keys():
+            unknown = next(n for n in kwargs if n not in values)
+            raise TypeError(f"ModelShape() got an unexpected keyword argument {unknown!r}")
+        values.update(kwargs)
+        if _MISSING in (values["d_model"], values["n_layers"], values["n_heads"],
+                        values["d_ff"], values["d_vocab"], values["n_ctx"]):
+            missing = [n for n in _REQUIRED if values[n] is _MISSING]
+            raise TypeError("ModelShape() missing required arguments: " + ", ".join(missing))
+        object.__setattr__(self, "__dict__", values)
+        self.__post_init__()
+
     def __post_init__(self) -> None:
-        for f in ("d_model", "n_layers", "n_heads", "d_ff", "d_vocab", "n_ctx"):
-            _check_positive(f, getattr(self, f))
+        d = self.__dict__
+        for f in _REQUIRED:
+            v = d[f]
+            if type(v) is not int or v < 1:
+                _check_positive(f, v)
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
         _check_positive("n_kv_heads", self.n_kv_heads)
@@ -190,11 +216,12 @@ class ModelShape:
                 f"n_kv_heads={self.n_kv_heads} does not divide n_heads={self.n_heads}: "
                 "each key/value head must serve a whole group of query heads"
             )
-        for f, kinds in (("mlp", MLP_KINDS), ("norm", NORM_KINDS), ("positions", POSITION_KINDS)):
-            if getattr(self, f) not in kinds:
-                raise ValueError(f"{f}={getattr(self, f)!r} is not one of {', '.join(kinds)}")
-        _check_int("n_experts", self.n_experts, minimum=0)
-        _check_int("n_experts_per_tok", self.n_experts_per_tok, minimum=0)
+        for f, kinds in _KIND_FIELDS:
+            if d[f] not in kinds:
+                raise ValueError(f"{f}={d[f]!r} is not one of {', '.join(kinds)}")
+        for f in ("n_experts", "n_experts_per_tok"):
+            if type(d[f]) is not int or d[f] < 0:
+                _check_int(f, d[f], minimum=0)
         if self.n_experts and not self.n_experts_per_tok:
             raise ValueError(f"n_experts_per_tok={self.n_experts_per_tok} must be at least 1 "
                              f"when n_experts={self.n_experts}")
@@ -212,11 +239,12 @@ class ModelShape:
             if self.n_sliding_layers > self.n_layers:
                 raise ValueError(f"n_sliding_layers={self.n_sliding_layers} is more than "
                                  f"n_layers={self.n_layers}")
-        _check_int("norms_per_block", self.norms_per_block, minimum=0)
-        _check_int("n_shared_experts", self.n_shared_experts, minimum=0)
-        _check_int("n_dense_layers", self.n_dense_layers, minimum=0)
+        for f in ("norms_per_block", "n_shared_experts", "n_dense_layers"):
+            v = d[f]
+            if type(v) is not int or v < 0:
+                _check_int(f, v, minimum=0)
         for f in ("n_shared_experts", "n_dense_layers"):
-            if getattr(self, f) and not self.is_moe:
+            if d[f] and not d["n_experts"]:
                 raise ValueError(f"{f}={getattr(self, f)} needs a mixture of experts "
                                  f"(n_experts={self.n_experts})")
         if self.n_dense_layers > self.n_layers:
@@ -271,10 +299,9 @@ class ModelShape:
                              f"(n_shared_experts={self.n_shared_experts})")
         if self.router_bias and not self.is_moe:
             raise ValueError(f"router_bias=True needs a mixture of experts (n_experts={self.n_experts})")
-        for f in ("qkv_bias", "out_bias", "mlp_bias", "tied_embeddings", "parallel_attn",
-                  "attention_sinks", "router_bias", "head_bias", "shared_expert_gate"):
-            if not isinstance(getattr(self, f), bool):
-                raise ValueError(f"{f}={getattr(self, f)!r} must be True or False")
+        for f in _SWITCHES:
+            if type(d[f]) is not bool:
+                raise ValueError(f"{f}={d[f]!r} must be True or False")
 
     @property
     def is_moe(self) -> bool:
@@ -354,7 +381,19 @@ class ModelShape:
         return d
 
 
+_MISSING = object()
+_FIELD_NAMES = tuple(f.name for f in fields(ModelShape))
+_REQUIRED = ("d_model", "n_layers", "n_heads", "d_ff", "d_vocab", "n_ctx")
+_FIELD_DEFAULTS = {f.name: (_MISSING if f.name in _REQUIRED else f.default)
+                   for f in fields(ModelShape)}
+_KIND_FIELDS = (("mlp", MLP_KINDS), ("norm", NORM_KINDS), ("positions", POSITION_KINDS))
+_SWITCHES = ("qkv_bias", "out_bias", "mlp_bias", "tied_embeddings", "parallel_attn",
+             "attention_sinks", "router_bias", "head_bias", "shared_expert_gate")
+
+
 def _check_int(name: str, value, minimum: int) -> None:
+    if type(value) is int and value >= minimum:  # the usual case, fast
+        return
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name}={value!r} must be an integer")
     if value < minimum:
