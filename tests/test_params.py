@@ -498,7 +498,7 @@ for _family, _defaults in cl.cards.FAMILY_DEFAULTS.items():
 SMALL_DEFAULTS = {"deepseek_v3": dict(n_routed_experts=4, num_experts_per_tok=2)}
 
 
-OLD_FAMILIES = SUPPORTED_MODEL_TYPES[:11]  # the families of 2023, their keys required
+OLD_FAMILIES = cl.cards.FAMILIES_2023  # their keys required
 REFUSALS = ("does not divide", "must equal n_heads", "is more than n_experts", "has no default")
 
 
