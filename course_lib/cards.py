@@ -3,7 +3,12 @@
 ``shape_from_config`` maps one family's keys to the course's names, with the defaults the
 ``transformers`` 5 config classes use when a key is absent (GPT-2's ``n_inner: null`` means
 4·d_model; Llama's missing ``num_key_value_heads`` means as many as query heads, Mistral's
-means 8; Gemma's missing ``head_dim`` means 256).  ``config_from_shape`` goes the other way,
+means 8; Gemma's missing ``head_dim`` means 256).  The families of ``FAMILIES_2023`` require
+their sizes; the later ones take every absent key from their config class's defaults, kept
+as data in ``course_lib/family_defaults.json`` (checked against transformers 5.24 in
+tests/test_families.py), and read per-layer patterns (``layer_types``,
+``sliding_window_pattern``, ``mlp_only_layers``, ``decoder_sparse_step``,
+``first_k_dense_replace``) the way their config classes and models do.  ``config_from_shape`` goes the other way,
 so any shape of a family can be built in ``transformers`` and checked (tests/test_params.py).
 The public cards of shared/REFERENCE.md ship in ``course_lib/cards/`` and load by name.
 

@@ -13,7 +13,10 @@ Kaplan et al. (2020, arxiv.org/abs/2001.08361) use:
     d_vocab     tokens in the vocabulary
 
 Everything else is a switch that real architectures differ on (kind of MLP and norm, norms
-per block, biases, tied head, experts, dense first layers, sliding window, latent attention).
+per block, biases, tied head, experts, shared experts, dense layers, sliding window, latent
+attention, query/key norms, attention sinks).  Partial rotary positions (Phi-2, GPT-NeoX,
+GLM-4.5) and layers without positions (SmolLM3) have no parameters and cache nothing extra,
+so a shape does not record them.
 A shape is validated when it is built: a bad value raises ``ValueError`` naming the field and
 the value.
 """
@@ -101,7 +104,10 @@ class ModelShape:
             per token than experts; an unknown ``mlp``, ``norm`` or ``positions`` kind; a
             switch that is not True/False; ``n_sliding_layers`` without a window or above
             ``n_layers``; shared experts, dense layers or ``d_ff_dense`` without experts;
-            latent attention with fewer kv heads than heads.
+            latent attention with fewer kv heads than heads; an unknown ``qk_norm``;
+            ``d_ff_shared`` or a shared-expert gate without shared experts; a router bias
+            without experts; ``dense_layer_ids`` outside the layers or disagreeing with
+            ``n_dense_layers``.
     """
 
     d_model: int

@@ -6,6 +6,7 @@ not against numbers typed here.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -361,6 +362,23 @@ BASE = dict(d_model=64, n_layers=2, n_heads=4, d_ff=96, d_vocab=100, n_ctx=32)
     (dict(n_kv_heads=2, mla=dict(kv_lora_rank=8, d_head_rope=4, d_head_v=8)),
      "n_kv_heads=2 must equal n_heads=4 with latent attention"),
     (dict(mla=dict(kv_lora_rank=8, d_head_rope=32, d_head_v=8)), "mla.d_head_rope=32 is more than d_head=16"),
+    (dict(qk_norm="layer"), "qk_norm='layer' is not one of None, head, heads"),
+    (dict(qk_norm="head", mla=dict(kv_lora_rank=8, d_head_rope=4, d_head_v=8)),
+     "qk_norm='head' with latent attention"),
+    (dict(d_ff_shared=8), "d_ff_shared=8 needs shared experts"),
+    (dict(n_experts=2, n_experts_per_tok=1, n_shared_experts=1, d_ff_shared=0),
+     "d_ff_shared=0 must be at least 1"),
+    (dict(shared_expert_gate=True), "shared_expert_gate=True needs shared experts"),
+    (dict(router_bias=True), "router_bias=True needs a mixture of experts"),
+    (dict(attention_sinks=1), "attention_sinks=1 must be True or False"),
+    (dict(head_bias="no"), "head_bias='no' must be True or False"),
+    (dict(dense_layer_ids=(0,)), "dense_layer_ids=(0,) needs a mixture of experts"),
+    (dict(n_experts=2, n_experts_per_tok=1, dense_layer_ids=(0, 2)),
+     "dense_layer_ids=(0, 2) must list distinct layers from 0 to 1"),
+    (dict(n_experts=2, n_experts_per_tok=1, dense_layer_ids=(1, 1)), "must list distinct layers"),
+    (dict(n_experts=2, n_experts_per_tok=1, dense_layer_ids=(1,), n_dense_layers=2),
+     "n_dense_layers=2 is not the 1 layers of dense_layer_ids"),
+    (dict(norm="groupnorm"), "norm='groupnorm' is not one of layernorm, rmsnorm, nonparametric_layernorm, layernorm_nobias"),
 ])
 def test_model_shape_errors(changes, needle):
     with pytest.raises(ValueError) as e:
@@ -412,3 +430,25 @@ def test_config_from_shape_errors():
     with pytest.raises(CardError, match="unsupported model_type 'custom'"):
         config_from_shape(custom)
     assert cl.shape_from_config(config_from_shape(custom, "gpt2")) == custom.with_(model_type="gpt2")
+
+
+def test_model_shape_init_is_a_dataclass_init():
+    """ModelShape's own __init__ (faster than the generated one) takes the same arguments."""
+    s = ModelShape(64, 2, 4, 96, 100, 32, n_kv_heads=2)
+    assert s == ModelShape(**{**BASE, "n_kv_heads": 2}) and s.d_head == 16
+    with pytest.raises(TypeError, match="missing required arguments: n_ctx"):
+        ModelShape(**{k: v for k, v in BASE.items() if k != "n_ctx"})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'width'"):
+        ModelShape(**BASE, width=3)
+    with pytest.raises(TypeError, match="multiple values for argument 'd_model'"):
+        ModelShape(64, **BASE)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.d_model = 8
+    moe = ModelShape(**BASE, n_experts=2, n_experts_per_tok=1, dense_layer_ids=[1])
+    assert moe.dense_layer_ids == (1,) and moe.n_dense_layers == 1 and not moe.is_moe_layer(1)
+    first = ModelShape(**BASE, n_experts=2, n_experts_per_tok=1, dense_layer_ids=[0])
+    assert first.dense_layer_ids is None and first == ModelShape(**BASE, n_experts=2,
+                                                                 n_experts_per_tok=1,
+                                                                 n_dense_layers=1)
+    assert ModelShape(**json.loads(json.dumps(moe.as_dict()))) == moe
+    assert hash(moe) == hash(ModelShape(**moe.as_dict()))
