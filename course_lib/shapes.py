@@ -189,10 +189,10 @@ class ModelShape:
             if name in kwargs:
                 raise TypeError(f"ModelShape() got multiple values for argument {name!r}")
             values[name] = value
-        if not kwargs.keys() <= values.keys():
-            unknown = next(n for n in kwargs if n not in values)
-            raise TypeError(f"ModelShape() got an unexpected keyword argument {unknown!r}")
         values.update(kwargs)
+        if len(values) != len(_FIELD_NAMES):  # a key that is not a field
+            unknown = next(n for n in kwargs if n not in _FIELD_DEFAULTS)
+            raise TypeError(f"ModelShape() got an unexpected keyword argument {unknown!r}")
         if _MISSING in (values["d_model"], values["n_layers"], values["n_heads"],
                         values["d_ff"], values["d_vocab"], values["n_ctx"]):
             missing = [n for n in _REQUIRED if values[n] is _MISSING]
