@@ -91,7 +91,27 @@ def hf_counts(model) -> tuple[int, dict, dict, int]:
     return total, parts, layers, total - routed // n_experts * (n_experts - k)
 
 
+def assert_experts_match(s: ModelShape, model) -> None:
+    """Within the feed-forward part of each layer: the routed experts (``.mlp.experts.``) and
+    the shared experts (``.mlp.shared_expert(s).``) separately, against course_lib."""
+    from course_lib.params import mlp_params
+    routed: dict[int, int] = {}
+    shared: dict[int, int] = {}
+    for name, p in model.named_parameters():
+        m = LAYER.search(name)
+        if m and ".mlp.experts." in name:
+            routed[int(m.group(1))] = routed.get(int(m.group(1)), 0) + p.numel()
+        if m and re.search(r"\.mlp\.shared_experts?\.", name):
+            shared[int(m.group(1))] = shared.get(int(m.group(1)), 0) + p.numel()
+    for i in range(s.n_layers):
+        moe = s.is_moe_layer(i)
+        assert routed.get(i, 0) == (s.n_experts * mlp_params(s) if moe else 0), f"layer {i}"
+        assert shared.get(i, 0) == (mlp_params(s, s.shared_width) if moe and s.n_shared_experts
+                                    else 0), f"layer {i}"
+
+
 def assert_matches(s: ModelShape, model) -> None:
+    assert_experts_match(s, model)
     total, parts, layers, active = hf_counts(model)
     ours = count_params(s)
     assert ours.total == total, (s, ours.as_dict(), parts)
