@@ -16,8 +16,9 @@ from .cards import (SUPPORTED_MODEL_TYPES, CardError, card_config, card_names, c
                     load_card, shape_from_config)
 from .flops import (ForwardMacs, arithmetic_intensity, forward_flops_per_token, forward_macs,
                     forward_macs_per_token, training_flops_per_token, weight_macs_per_token)
-from .memory import (cached_tokens, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token,
-                     requests_that_fit, weight_bytes)
+from .memory import (LayerKindCache, cached_tokens, kv_cache_by_layer_kind,
+                     kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, requests_that_fit,
+                     weight_bytes)
 from .params import ParamCounts, block_params, count_params
 from .shapes import LatentAttention, ModelShape, gpt2_shape, llama_shape
 from .units import GB, GiB, dtype_bytes, gb, gib, parse_size
@@ -27,7 +28,7 @@ __all__ = [
     "load_card", "shape_from_config", "LatentAttention",
     "ForwardMacs", "arithmetic_intensity", "forward_flops_per_token", "forward_macs",
     "forward_macs_per_token", "training_flops_per_token", "weight_macs_per_token",
-    "cached_tokens", "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_token",
+    "LayerKindCache", "kv_cache_by_layer_kind", "cached_tokens", "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_token",
     "requests_that_fit", "weight_bytes", "ParamCounts", "block_params", "count_params",
     "ModelShape", "gpt2_shape", "llama_shape", "GB", "GiB", "dtype_bytes", "gb", "gib",
     "parse_size",

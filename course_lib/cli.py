@@ -2,6 +2,11 @@
 
     python -m course_lib size Llama-2-7b-hf --context 8192 --dtype bf16 --gpu-memory 80GiB
     python -m course_lib size path/to/config.json --json
+    python -m course_lib size gpt-oss-20b --verify
+
+``--verify`` also builds the card in transformers on the meta device and prints, part by part,
+whether course_lib's counts agree (exit status 1 if any part differs); for a family the course
+does not count it still prints transformers' total (exit status 2, as for any refused card).
 
 CARD is a shipped card's name (``python -m course_lib cards`` lists them) or a path to a
 Hugging Face ``config.json`` (or the folder holding one).  Any problem with the input prints
@@ -10,13 +15,15 @@ one line on stderr naming it and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
-from .cards import CardError, card_names, load_card
+from .cards import (SUPPORTED_MODEL_TYPES, CardError, card_names, decoder_only_model_types,
+                    load_config, shape_from_config)
 from .flops import forward_macs_per_token
-from .memory import (kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, requests_that_fit,
-                     weight_bytes)
+from .memory import (kv_cache_by_layer_kind, kv_cache_bytes_per_sequence,
+                     kv_cache_bytes_per_token, requests_that_fit, weight_bytes)
 from .params import count_params
 from .shapes import ModelShape
 from .units import GB, GiB, dtype_bytes, parse_size
@@ -71,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--gpu-memory", type=_size, default=80 * GiB,
                       help="accelerator memory, e.g. 80GiB or 141GB (default 80GiB)")
     size.add_argument("--json", action="store_true", help="print one JSON object")
+    size.add_argument("--verify", action="store_true",
+                      help="also build the card in transformers on the meta device and compare "
+                           "the parameters part by part")
     cards = sub.add_parser("cards", help="list the shipped cards with their sizes")
     cards.add_argument("--names", action="store_true", help="names only, one per line")
     return p
@@ -96,6 +106,8 @@ def size_report(s: ModelShape, context: int | None = None, batch: int = 1,
         "kv_cache_bytes_per_token": kv_cache_bytes_per_token(s, dtype),
         "kv_cache_bytes_per_sequence": per_seq,
         "kv_cache_bytes_batch": batch * per_seq,
+        "kv_cache_by_layer_kind": [dataclasses.asdict(r) for r in
+                                   kv_cache_by_layer_kind(s, context, dtype)],
         "batch_fits": w + batch * per_seq <= gpu_memory,
         "requests_that_fit": requests_that_fit(s, context, gpu_memory, dtype),
         "forward_macs_per_token": macs.total,
@@ -123,6 +135,10 @@ def format_table(r: dict) -> str:
         ("embedding parameters", f"{r['embedding_params']:,}"),
         (f"weights at {r['dtype']}", _fmt_bytes(r["weight_bytes"])),
         ("KV cache / token", _fmt_bytes(r["kv_cache_bytes_per_token"])),
+        *[(f"  {k['n_layers']} {k['kind'].replace('_', ' ')} layers",
+           f"{k['numbers_per_token']:,} numbers/token/layer, {k['tokens_kept']:,} tokens kept, "
+           + _fmt_bytes(k["bytes_per_sequence"]).split("  ")[0] + " a sequence")
+          for k in r["kv_cache_by_layer_kind"]],
         (f"KV cache / sequence of {r['context']:,}", _fmt_bytes(r["kv_cache_bytes_per_sequence"])),
         (f"KV cache for batch of {r['batch']}",
          _fmt_bytes(r["kv_cache_bytes_batch"]) + ("" if r["batch_fits"] else "  DOES NOT FIT")),
@@ -139,7 +155,7 @@ def cards_table() -> str:
     bytes per token at the card's dtype (fp32 if it names none)."""
     rows = [("card", "model_type", "total params", "active params", "KV cache / token")]
     for name in card_names():
-        s = load_card(name)
+        s = shape_from_config(*load_config(name)[:1], name=name)
         p = count_params(s)
         dtype = s.dtype or "fp32"
         rows.append((name, s.model_type, f"{p.total:,}", f"{p.active:,}",
@@ -150,16 +166,46 @@ def cards_table() -> str:
     return "\n".join(lines + ["* the card names no dtype: fp32 assumed (4 bytes per number)"])
 
 
+def _verify(config: dict, shape: ModelShape | None):
+    from .verify import verify_config  # imports torch and transformers
+    return verify_config(config, shape)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command == "cards":
             print("\n".join(card_names()) if args.names else cards_table())
             return 0
-        report = size_report(load_card(args.card), args.context, args.batch, args.dtype,
-                             args.gpu_memory)
-    except (UsageError, CardError, ValueError) as e:
+        config, name = load_config(args.card)
+        try:
+            shape = shape_from_config(config, name=name)
+        except CardError as e:
+            model_type = config.get("model_type")
+            if not (args.verify and model_type not in SUPPORTED_MODEL_TYPES
+                    and model_type in decoder_only_model_types()):
+                raise
+            from .verify import format_verification
+            v = _verify(config, None)  # an unsupported family: transformers' total alone
+            print(json.dumps({"model_type": v.model_type, "supported": False,
+                              "transformers_total_params": v.total.transformers})
+                  if args.json else format_verification(v))
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        report = size_report(shape, args.context, args.batch, args.dtype, args.gpu_memory)
+        verification = _verify(config, shape) if args.verify else None
+    except (UsageError, CardError, ValueError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(report, indent=2) if args.json else format_table(report))
-    return 0
+    if args.json:
+        if verification is not None:
+            report["verify"] = {"agrees": verification.agrees, "parts": [
+                dict(part=c.part, course_lib=c.ours, transformers=c.transformers,
+                     difference=c.difference) for c in (*verification.parts, verification.total)]}
+        print(json.dumps(report, indent=2))
+    else:
+        print(format_table(report))
+        if verification is not None:
+            from .verify import format_verification
+            print("\n" + format_verification(verification))
+    return 0 if verification is None or verification.agrees else 1

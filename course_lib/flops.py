@@ -58,8 +58,8 @@ def weight_macs_per_token(s: ModelShape) -> int:
     ``d_ff_dense``.  For GPT-2 shapes: 12·d_model² per layer."""
     attn = attention_weight_macs_per_layer(s)
     dense = s.mlp_matrices * s.d_model * (s.d_ff_dense or s.d_ff if s.is_moe else s.d_ff)
-    moe = ((s.n_experts_per_tok + s.n_shared_experts) * s.mlp_matrices * s.d_model * s.d_ff
-           + s.d_model * s.n_experts)
+    moe = (s.mlp_matrices * s.d_model * (s.n_experts_per_tok * s.d_ff + s.shared_width)
+           + s.d_model * (s.n_experts + s.shared_expert_gate))
     return s.n_layers * attn + (s.n_layers - s.moe_layers) * dense + s.moe_layers * moe
 
 

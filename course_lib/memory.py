@@ -5,10 +5,17 @@ layer keeps one key and one value vector per key/value head per token (Pope et a
 "Efficiently Scaling Transformer Inference", arxiv.org/abs/2211.05102):
 
     cache bytes = 2 × n_layers × n_kv_heads × d_head × tokens × bytes per number
+
+Layers differ in what they keep (``kv_cache_by_layer_kind``): a full-attention layer keeps
+every token; a sliding-window layer at most ``sliding_window`` of them (Beltagy et al. 2020,
+arxiv.org/abs/2004.05150; Mistral, Gemma 2 and 3, gpt-oss); a latent-attention layer keeps the
+latent and the rotary key, kv_lora_rank + d_head_rope numbers a token (DeepSeek-V2,
+arxiv.org/abs/2405.04434, section 2.1.2), in place of a key and a value per head.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from .params import count_params
 from .shapes import ModelShape
@@ -80,3 +87,48 @@ def requests_that_fit(s: ModelShape, n_tokens: int, memory_bytes: int,
     if free <= 0:
         return 0
     return int(free // kv_cache_bytes_per_sequence(s, n_tokens, kv_dtype or dtype))
+
+
+LAYER_KINDS = ("full_attention", "sliding_attention", "latent_attention")
+"""The kinds of layer a cache distinguishes (the names of transformers' ``layer_types``, and
+latent attention)."""
+
+
+@dataclass(frozen=True)
+class LayerKindCache:
+    """The cache of the layers of one kind, for one sequence.
+
+    Fields:
+        kind: one of ``LAYER_KINDS``.
+        n_layers: layers of this kind.
+        numbers_per_token: numbers one layer keeps per cached token (``kv_cache_width``).
+        tokens_kept: tokens one layer keeps for the sequence (all, or ``min(n, window)``).
+        bytes_per_token: bytes a new token adds across these layers (before any window fills).
+        bytes_per_sequence: bytes these layers hold for the sequence.
+    """
+
+    kind: str
+    n_layers: int
+    numbers_per_token: int
+    tokens_kept: int
+    bytes_per_token: int
+    bytes_per_sequence: int
+
+
+def kv_cache_by_layer_kind(s: ModelShape, n_tokens: int,
+                           dtype: str | None = None) -> list[LayerKindCache]:
+    """The cache of one sequence of ``n_tokens``, one row per kind of layer the shape has
+    (full, sliding window, latent), in bytes at ``dtype`` (default: the card's, else fp32).
+
+    The rows add up to ``kv_cache_bytes_per_token`` and ``kv_cache_bytes_per_sequence``.
+    Raises ValueError for a negative ``n_tokens`` or an unknown dtype."""
+    nbytes = dtype_bytes(_dtype_of(s, dtype))
+    width = s.kv_cache_width
+    windowed = cached_tokens(s, n_tokens)  # validates n_tokens
+    kinds = [("latent_attention" if s.mla is not None else "full_attention",
+              s.n_layers - s.sliding_layers, n_tokens),
+             ("sliding_attention", s.sliding_layers, windowed)]
+    return [LayerKindCache(kind=kind, n_layers=n, numbers_per_token=width, tokens_kept=kept,
+                           bytes_per_token=math.ceil(n * width * nbytes),
+                           bytes_per_sequence=math.ceil(n * width * kept * nbytes))
+            for kind, n, kept in kinds if n]

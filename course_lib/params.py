@@ -34,6 +34,16 @@ class ParamCounts:
     output_head: int
     active: int
 
+    def __init__(self, token_embedding: int, position_embedding: int, attention: int,
+                 feed_forward: int, router: int, norms: int, output_head: int,
+                 active: int) -> None:
+        # Hand-written: a frozen dataclass's generated __init__ sets each field through
+        # object.__setattr__, a measurable share of sizing a card (benchmarks/size_vs_meta.py).
+        object.__setattr__(self, "__dict__", dict(
+            token_embedding=token_embedding, position_embedding=position_embedding,
+            attention=attention, feed_forward=feed_forward, router=router, norms=norms,
+            output_head=output_head, active=active))
+
     @property
     def embedding(self) -> int:
         """Token and position embeddings (parameters)."""
@@ -101,7 +111,18 @@ def attention_params_per_layer(s: ModelShape) -> int:
         n += q + 2 * kv
     if s.out_bias:
         n += s.d_model
-    return n
+    return n + qk_norm_params_per_layer(s) + (s.n_heads if s.attention_sinks else 0)
+
+
+def qk_norm_params_per_layer(s: ModelShape) -> int:
+    """The query and key norms of one block (of the block's norm kind): 2 norms of d_head for
+    ``qk_norm="head"`` (Qwen3, Gemma 3), norms of n_heads·d_head and n_kv_heads·d_head for
+    ``"heads"`` (OLMo 2, Cohere), none without.  Counted with attention."""
+    if s.qk_norm == "head":
+        return 2 * norm_params(s, s.d_head)
+    if s.qk_norm == "heads":
+        return norm_params(s, s.n_heads * s.d_head) + norm_params(s, s.n_kv_heads * s.d_head)
+    return 0
 
 
 def mlp_params(s: ModelShape, d_ff: int | None = None) -> int:
@@ -119,22 +140,26 @@ def mlp_params(s: ModelShape, d_ff: int | None = None) -> int:
 
 
 def router_params_per_layer(s: ModelShape) -> int:
-    """The top-k router of a mixture-of-experts layer: d_model × n_experts, no bias (Mixtral,
-    DeepSeek-V3)."""
-    return s.d_model * s.n_experts if s.is_moe else 0
+    """The top-k router of a mixture-of-experts layer: d_model × n_experts (Mixtral,
+    DeepSeek-V3), with a bias of n_experts if ``router_bias`` (gpt-oss), and the shared
+    expert's gate d_model × 1 if ``shared_expert_gate`` (Qwen2-MoE)."""
+    if not s.is_moe:
+        return 0
+    return (_linear(s.d_model, s.n_experts, s.router_bias)
+            + (s.d_model if s.shared_expert_gate else 0))
 
 
 def _is_moe_layer(s: ModelShape, layer: int) -> bool:
-    return s.is_moe and layer >= s.n_dense_layers
+    return s.is_moe_layer(layer)
 
 
 def feed_forward_params_per_layer(s: ModelShape, layer: int) -> int:
     """The feed-forward part of block ``layer`` (0-based): one MLP for a dense model or a
-    dense first layer (width ``d_ff_dense``); every routed expert plus the shared experts
-    (one MLP of width n_shared_experts·d_ff) for a mixture-of-experts layer."""
+    dense layer (width ``d_ff_dense``); every routed expert plus the shared experts (one MLP
+    of width ``s.shared_width``) for a mixture-of-experts layer."""
     if not _is_moe_layer(s, layer):
         return mlp_params(s, s.d_ff_dense if s.is_moe and s.d_ff_dense else s.d_ff)
-    shared = mlp_params(s, s.n_shared_experts * s.d_ff) if s.n_shared_experts else 0
+    shared = mlp_params(s, s.shared_width) if s.n_shared_experts else 0
     return s.n_experts * mlp_params(s) + shared
 
 
@@ -145,21 +170,24 @@ def count_params(s: ModelShape) -> ParamCounts:
         s: the model's shape.
     Returns:
         ParamCounts; ``total`` and ``active`` in parameters.
-    Source: the architectures as built in ``transformers`` 5 (GPT-2, Llama, Mistral, Mixtral,
-    Qwen2, Gemma, Gemma 2, Phi-3, OLMo, Falcon, DeepSeek-V3): ``norms_per_block`` norms per
-    block plus a final norm.
+    Source: the architectures as built in ``transformers`` 5 (every family of
+    ``cards.SUPPORTED_MODEL_TYPES``): ``norms_per_block`` norms per block plus a final norm;
+    query/key norms and attention sinks with attention; a shared expert's gate with the
+    router; a head bias with the head.
     """
     L = s.n_layers
     token = s.d_vocab * s.d_model
     position = s.n_ctx * s.d_model if s.positions == "learned" else 0
     attention = L * attention_params_per_layer(s)
-    n_dense = L - s.moe_layers
-    feed_forward = (n_dense * feed_forward_params_per_layer(s, 0)
-                    + s.moe_layers * feed_forward_params_per_layer(s, L - 1))
-    router = s.moe_layers * router_params_per_layer(s)
+    moe_layers = s.moe_layers
+    expert = mlp_params(s)
+    dense_ff = mlp_params(s, s.d_ff_dense) if s.n_experts and s.d_ff_dense else expert
+    moe_ff = s.n_experts * expert + (mlp_params(s, s.shared_width) if s.n_shared_experts else 0)
+    feed_forward = (L - moe_layers) * dense_ff + moe_layers * moe_ff
+    router = moe_layers * router_params_per_layer(s)
     norms = (s.norms_per_block * L + 1) * norm_params(s)
-    head = 0 if s.tied_embeddings else s.d_vocab * s.d_model
-    unused_experts = s.moe_layers * (s.n_experts - s.n_experts_per_tok) * mlp_params(s)
+    head = (0 if s.tied_embeddings else token) + (s.d_vocab if s.head_bias else 0)
+    unused_experts = moe_layers * (s.n_experts - s.n_experts_per_tok) * expert
     total = token + position + attention + feed_forward + router + norms + head
     return ParamCounts(token_embedding=token, position_embedding=position, attention=attention,
                        feed_forward=feed_forward, router=router, norms=norms, output_head=head,

@@ -13,7 +13,10 @@ Kaplan et al. (2020, arxiv.org/abs/2001.08361) use:
     d_vocab     tokens in the vocabulary
 
 Everything else is a switch that real architectures differ on (kind of MLP and norm, norms
-per block, biases, tied head, experts, dense first layers, sliding window, latent attention).
+per block, biases, tied head, experts, shared experts, dense layers, sliding window, latent
+attention, query/key norms, attention sinks).  Partial rotary positions (Phi-2, GPT-NeoX,
+GLM-4.5) and layers without positions (SmolLM3) have no parameters and cache nothing extra,
+so a shape does not record them.
 A shape is validated when it is built: a bad value raises ``ValueError`` naming the field and
 the value.
 """
@@ -30,13 +33,21 @@ Gemma with GELU; Shazeer 2020, arxiv.org/abs/2002.05202).  Fused layouts (Phi-3'
 
 MLP_KINDS = tuple(MLP_MATRICES)
 
-NORM_PARAMS_PER_WIDTH = {"layernorm": 2, "rmsnorm": 1, "nonparametric_layernorm": 0}
+NORM_PARAMS_PER_WIDTH = {"layernorm": 2, "rmsnorm": 1, "nonparametric_layernorm": 0,
+                         "layernorm_nobias": 1}
 """Parameters per unit of width of each normalisation kind.  ``layernorm``: a weight and a
 bias (Ba et al. 2016; GPT-2, Falcon).  ``rmsnorm``: a weight only (Zhang and Sennrich 2019;
 Llama, Gemma).  ``nonparametric_layernorm``: LayerNorm without weight or bias, no parameters
-(OLMo, Groeneveld et al. 2024, arxiv.org/abs/2402.00838)."""
+(OLMo, Groeneveld et al. 2024, arxiv.org/abs/2402.00838).  ``layernorm_nobias``: LayerNorm
+with a weight and no bias (Cohere's Command R)."""
 
 NORM_KINDS = tuple(NORM_PARAMS_PER_WIDTH)
+
+QK_NORM_KINDS = ("head", "heads")
+"""Norms on the queries and keys of each layer (of the block's ``norm`` kind).  ``head``: one
+norm of d_head shared by every head, one for queries and one for keys (Qwen3, Gemma 3;
+Dehghani et al. 2023, arxiv.org/abs/2302.05442).  ``heads``: one over the whole projection,
+n_heads·d_head for queries and n_kv_heads·d_head for keys (OLMo 2, OLMoE, Cohere)."""
 
 POSITION_KINDS = ("learned", "rotary", "sinusoidal", "alibi", "none")
 """``learned``: a table of n_ctx × d_model parameters (GPT-2).  ``rotary`` (Su et al. 2021),
@@ -93,7 +104,10 @@ class ModelShape:
             per token than experts; an unknown ``mlp``, ``norm`` or ``positions`` kind; a
             switch that is not True/False; ``n_sliding_layers`` without a window or above
             ``n_layers``; shared experts, dense layers or ``d_ff_dense`` without experts;
-            latent attention with fewer kv heads than heads.
+            latent attention with fewer kv heads than heads; an unknown ``qk_norm``;
+            ``d_ff_shared`` or a shared-expert gate without shared experts; a router bias
+            without experts; ``dense_layer_ids`` outside the layers or disagreeing with
+            ``n_dense_layers``.
     """
 
     d_model: int
@@ -140,14 +154,58 @@ class ModelShape:
     """Width of those dense layers' feed-forward; None means ``d_ff``."""
     mla: LatentAttention | None = None
     """Multi-head latent attention (DeepSeek); None for ordinary attention."""
+    qk_norm: str | None = None
+    """Norms on queries and keys: None, ``"head"`` or ``"heads"`` (see ``QK_NORM_KINDS``)."""
+    attention_sinks: bool = False
+    """One learned logit per query head per layer that takes a share of the softmax
+    (gpt-oss; Xiao et al. 2023, arxiv.org/abs/2309.17453): n_heads parameters a layer."""
+    router_bias: bool = False
+    """A bias of n_experts on each router (gpt-oss)."""
+    head_bias: bool = False
+    """A bias of d_vocab on the output head (Phi-2, Phi-3.5-MoE)."""
+    d_ff_shared: int | None = None
+    """Width of the one feed-forward layer the shared experts are built as; None means
+    ``n_shared_experts × d_ff`` (DeepSeek, GLM-4.5); Qwen1.5-MoE sets its own."""
+    shared_expert_gate: bool = False
+    """A sigmoid gate d_model → 1 (no bias) scaling the shared expert's output (Qwen2-MoE)."""
+    dense_layer_ids: tuple | None = None
+    """Which layers (0-based) are the ``n_dense_layers`` dense ones, when they are not the
+    first ones (Qwen-MoE's ``mlp_only_layers`` and ``decoder_sparse_step``).  None means the
+    first ``n_dense_layers``; a tuple that is ``0 .. k-1`` is stored as None."""
     dtype: str | None = None
     """The dtype the card stores its weights in (``torch_dtype``), if it says."""
     model_type: str = "custom"
     name: str = field(default="", compare=False)
 
+    def __init__(self, *args, **kwargs) -> None:
+        # Hand-written (dataclass keeps a class's own __init__): the generated one of a frozen
+        # dataclass sets its 37 fields one object.__setattr__ at a time, which costs more than
+        # the whole parameter count (benchmarks/size_vs_meta.py).  Same signature and errors.
+        if len(args) > len(_FIELD_NAMES):
+            raise TypeError(f"ModelShape() takes at most {len(_FIELD_NAMES)} positional "
+                            f"arguments ({len(args)} given)")
+        values = dict(_FIELD_DEFAULTS)
+        for name, value in zip(_FIELD_NAMES, args):
+            if name in kwargs:
+                raise TypeError(f"ModelShape() got multiple values for argument {name!r}")
+            values[name] = value
+        values.update(kwargs)
+        if len(values) != len(_FIELD_NAMES):  # a key that is not a field
+            unknown = next(n for n in kwargs if n not in _FIELD_DEFAULTS)
+            raise TypeError(f"ModelShape() got an unexpected keyword argument {unknown!r}")
+        if _MISSING in (values["d_model"], values["n_layers"], values["n_heads"],
+                        values["d_ff"], values["d_vocab"], values["n_ctx"]):
+            missing = [n for n in _REQUIRED if values[n] is _MISSING]
+            raise TypeError("ModelShape() missing required arguments: " + ", ".join(missing))
+        object.__setattr__(self, "__dict__", values)
+        self.__post_init__()
+
     def __post_init__(self) -> None:
-        for f in ("d_model", "n_layers", "n_heads", "d_ff", "d_vocab", "n_ctx"):
-            _check_positive(f, getattr(self, f))
+        d = self.__dict__
+        for f in _REQUIRED:
+            v = d[f]
+            if type(v) is not int or v < 1:
+                _check_positive(f, v)
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
         _check_positive("n_kv_heads", self.n_kv_heads)
@@ -164,11 +222,12 @@ class ModelShape:
                 f"n_kv_heads={self.n_kv_heads} does not divide n_heads={self.n_heads}: "
                 "each key/value head must serve a whole group of query heads"
             )
-        for f, kinds in (("mlp", MLP_KINDS), ("norm", NORM_KINDS), ("positions", POSITION_KINDS)):
-            if getattr(self, f) not in kinds:
-                raise ValueError(f"{f}={getattr(self, f)!r} is not one of {', '.join(kinds)}")
-        _check_int("n_experts", self.n_experts, minimum=0)
-        _check_int("n_experts_per_tok", self.n_experts_per_tok, minimum=0)
+        for f, kinds in _KIND_FIELDS:
+            if d[f] not in kinds:
+                raise ValueError(f"{f}={d[f]!r} is not one of {', '.join(kinds)}")
+        for f in ("n_experts", "n_experts_per_tok"):
+            if type(d[f]) is not int or d[f] < 0:
+                _check_int(f, d[f], minimum=0)
         if self.n_experts and not self.n_experts_per_tok:
             raise ValueError(f"n_experts_per_tok={self.n_experts_per_tok} must be at least 1 "
                              f"when n_experts={self.n_experts}")
@@ -186,16 +245,34 @@ class ModelShape:
             if self.n_sliding_layers > self.n_layers:
                 raise ValueError(f"n_sliding_layers={self.n_sliding_layers} is more than "
                                  f"n_layers={self.n_layers}")
-        _check_int("norms_per_block", self.norms_per_block, minimum=0)
-        _check_int("n_shared_experts", self.n_shared_experts, minimum=0)
-        _check_int("n_dense_layers", self.n_dense_layers, minimum=0)
+        for f in ("norms_per_block", "n_shared_experts", "n_dense_layers"):
+            v = d[f]
+            if type(v) is not int or v < 0:
+                _check_int(f, v, minimum=0)
         for f in ("n_shared_experts", "n_dense_layers"):
-            if getattr(self, f) and not self.is_moe:
+            if d[f] and not d["n_experts"]:
                 raise ValueError(f"{f}={getattr(self, f)} needs a mixture of experts "
                                  f"(n_experts={self.n_experts})")
         if self.n_dense_layers > self.n_layers:
             raise ValueError(f"n_dense_layers={self.n_dense_layers} is more than "
                              f"n_layers={self.n_layers}")
+        if self.dense_layer_ids is not None:
+            ids = self.dense_layer_ids
+            if not isinstance(ids, (list, tuple)) or any(
+                    isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.n_layers
+                    for i in ids) or len(set(ids)) != len(ids):
+                raise ValueError(f"dense_layer_ids={ids!r} must list distinct layers from 0 to "
+                                 f"{self.n_layers - 1}")
+            if not self.is_moe:
+                raise ValueError(f"dense_layer_ids={ids!r} needs a mixture of experts "
+                                 f"(n_experts={self.n_experts})")
+            if self.n_dense_layers not in (0, len(ids)):
+                raise ValueError(f"n_dense_layers={self.n_dense_layers} is not the "
+                                 f"{len(ids)} layers of dense_layer_ids")
+            ids = tuple(sorted(ids))
+            object.__setattr__(self, "n_dense_layers", len(ids))
+            object.__setattr__(self, "dense_layer_ids",
+                               None if ids == tuple(range(len(ids))) else ids)
         if self.d_ff_dense is not None:
             _check_positive("d_ff_dense", self.d_ff_dense)
             if not self.n_dense_layers:
@@ -212,9 +289,25 @@ class ModelShape:
             if self.mla.d_head_rope > self.d_head:
                 raise ValueError(f"mla.d_head_rope={self.mla.d_head_rope} is more than "
                                  f"d_head={self.d_head}")
-        for f in ("qkv_bias", "out_bias", "mlp_bias", "tied_embeddings", "parallel_attn"):
-            if not isinstance(getattr(self, f), bool):
-                raise ValueError(f"{f}={getattr(self, f)!r} must be True or False")
+        if self.qk_norm is not None and self.qk_norm not in QK_NORM_KINDS:
+            raise ValueError(f"qk_norm={self.qk_norm!r} is not one of None, "
+                             + ", ".join(QK_NORM_KINDS))
+        if self.qk_norm is not None and self.mla is not None:
+            raise ValueError(f"qk_norm={self.qk_norm!r} with latent attention: its norms are "
+                             "on the latents")
+        if self.d_ff_shared is not None:
+            _check_positive("d_ff_shared", self.d_ff_shared)
+            if not self.n_shared_experts:
+                raise ValueError(f"d_ff_shared={self.d_ff_shared} needs shared experts "
+                                 f"(n_shared_experts={self.n_shared_experts})")
+        if self.shared_expert_gate and not self.n_shared_experts:
+            raise ValueError("shared_expert_gate=True needs shared experts "
+                             f"(n_shared_experts={self.n_shared_experts})")
+        if self.router_bias and not self.is_moe:
+            raise ValueError(f"router_bias=True needs a mixture of experts (n_experts={self.n_experts})")
+        for f in _SWITCHES:
+            if type(d[f]) is not bool:
+                raise ValueError(f"{f}={d[f]!r} must be True or False")
 
     @property
     def is_moe(self) -> bool:
@@ -238,6 +331,22 @@ class ModelShape:
         if self.sliding_window is None:
             return 0
         return self.n_layers if self.n_sliding_layers is None else self.n_sliding_layers
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """True when block ``layer`` (0-based) has a mixture of experts, False for a dense
+        block (a dense model, or one of the ``n_dense_layers``)."""
+        if not self.is_moe:
+            return False
+        if self.dense_layer_ids is not None:
+            return layer not in self.dense_layer_ids
+        return layer >= self.n_dense_layers
+
+    @property
+    def shared_width(self) -> int:
+        """Width of the shared experts' feed-forward layer (0 without shared experts)."""
+        if not self.n_shared_experts:
+            return 0
+        return self.d_ff_shared or self.n_shared_experts * self.d_ff
 
     @property
     def moe_layers(self) -> int:
@@ -273,10 +382,24 @@ class ModelShape:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.mla is not None:
             d["mla"] = self.mla.as_dict()
+        if self.dense_layer_ids is not None:
+            d["dense_layer_ids"] = list(self.dense_layer_ids)
         return d
 
 
+_MISSING = object()
+_FIELD_NAMES = tuple(f.name for f in fields(ModelShape))
+_REQUIRED = ("d_model", "n_layers", "n_heads", "d_ff", "d_vocab", "n_ctx")
+_FIELD_DEFAULTS = {f.name: (_MISSING if f.name in _REQUIRED else f.default)
+                   for f in fields(ModelShape)}
+_KIND_FIELDS = (("mlp", MLP_KINDS), ("norm", NORM_KINDS), ("positions", POSITION_KINDS))
+_SWITCHES = ("qkv_bias", "out_bias", "mlp_bias", "tied_embeddings", "parallel_attn",
+             "attention_sinks", "router_bias", "head_bias", "shared_expert_gate")
+
+
 def _check_int(name: str, value, minimum: int) -> None:
+    if type(value) is int and value >= minimum:  # the usual case, fast
+        return
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name}={value!r} must be an integer")
     if value < minimum:

@@ -6,6 +6,7 @@ not against numbers typed here.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -30,11 +31,19 @@ MINIMAL = {
 for _family, _heads in (("mistral", 8), ("mixtral", 8), ("qwen2", 32), ("gemma", 16),
                         ("gemma2", 8), ("phi3", 8), ("olmo", 8), ("deepseek_v3", 128)):
     MINIMAL[_family] = dict(MINIMAL["llama"], num_attention_heads=_heads)
+# The families of 2026 take a default for every key; these are small sizes for them, with as
+# many heads as their default kv head count needs (Qwen3: 32, Qwen2-MoE: 16, the others 8).
+NEW_FAMILIES = tuple(cl.cards.FAMILY_DEFAULTS)
+for _family in NEW_FAMILIES:
+    _heads = {"qwen3": 32, "qwen2_moe": 16}.get(_family, 8)
+    MINIMAL[_family] = dict(MINIMAL["llama"], num_attention_heads=_heads)
+MINIMAL["deepseek_v2"]["num_experts_per_tok"] = 2  # DeepseekV2Config has no default for it
 MINIMAL = {family: dict(cfg, model_type=family, bos_token_id=None, eos_token_id=None,
                         pad_token_id=None) for family, cfg in MINIMAL.items()}
 REQUIRED = {family: [k for k in cfg if k not in ("model_type", "bos_token_id", "eos_token_id",
-                                                  "pad_token_id")]
+                                                  "pad_token_id", "num_experts_per_tok")]
             for family, cfg in MINIMAL.items()}
+OLD_FAMILIES = tuple(f for f in SUPPORTED_MODEL_TYPES if f not in NEW_FAMILIES)
 SIZE_FIELDS = {"n_embd": "d_model", "hidden_size": "d_model", "n_layer": "n_layers",
                "num_hidden_layers": "n_layers", "n_head": "n_heads",
                "num_attention_heads": "n_heads", "intermediate_size": "d_ff",
@@ -42,9 +51,14 @@ SIZE_FIELDS = {"n_embd": "d_model", "hidden_size": "d_model", "n_layer": "n_laye
 
 
 
+MOE_WIDTH = ("deepseek_v3", "deepseek_v2", "glm4_moe", "qwen3_moe", "qwen2_moe")
+"""Families whose intermediate_size is the width of their dense layers (experts have their
+own, moe_intermediate_size)."""
+
+
 def field_of(family: str, key: str) -> str:
     """The shape field a required key feeds (DeepSeek's intermediate_size is its dense width)."""
-    return "d_ff_dense" if (family, key) == ("deepseek_v3", "intermediate_size") else SIZE_FIELDS[key]
+    return "d_ff_dense" if family in MOE_WIDTH and key == "intermediate_size" else SIZE_FIELDS[key]
 
 
 def hf_config(cfg: dict):
@@ -197,7 +211,27 @@ def test_unsupported_model_type_lists_the_supported_ones():
     assert issubclass(CardError, ValueError)
 
 
-@pytest.mark.parametrize("family", SUPPORTED_MODEL_TYPES)
+@pytest.mark.parametrize("family", NEW_FAMILIES)
+def test_new_families_default_every_size_and_refuse_null(family):
+    """A size left out takes the config class default, as transformers does; a null one is
+    an error naming the key (transformers would fail to build it)."""
+    for key in REQUIRED[family]:
+        cfg = {k: v for k, v in MINIMAL[family].items() if k != key}
+        default = cl.cards.FAMILY_DEFAULTS[family][key]
+        assert getattr(hf_config(cfg), key) == default
+        try:
+            s = cl.shape_from_config(cfg)
+        except CardError as e:  # the default does not fit the small sizes (e.g. 96 heads)
+            assert "does not divide" in str(e) and "default" in str(e), e
+        else:
+            assert s == cl.shape_from_config(hf_config(cfg).to_dict()), key
+            if key != "intermediate_size" or family not in MOE_WIDTH:
+                assert default in (getattr(s, field_of(family, key)), s.d_ff_dense), key
+        with pytest.raises(CardError, match=f"{field_of(family, key)}=None.*'{key}'"):
+            cl.shape_from_config(dict(MINIMAL[family], **{key: None}))
+
+
+@pytest.mark.parametrize("family", OLD_FAMILIES)
 def test_missing_required_key(family):
     for key in REQUIRED[family]:
         cfg = {k: v for k, v in MINIMAL[family].items() if k != key}
@@ -328,6 +362,23 @@ BASE = dict(d_model=64, n_layers=2, n_heads=4, d_ff=96, d_vocab=100, n_ctx=32)
     (dict(n_kv_heads=2, mla=dict(kv_lora_rank=8, d_head_rope=4, d_head_v=8)),
      "n_kv_heads=2 must equal n_heads=4 with latent attention"),
     (dict(mla=dict(kv_lora_rank=8, d_head_rope=32, d_head_v=8)), "mla.d_head_rope=32 is more than d_head=16"),
+    (dict(qk_norm="layer"), "qk_norm='layer' is not one of None, head, heads"),
+    (dict(qk_norm="head", mla=dict(kv_lora_rank=8, d_head_rope=4, d_head_v=8)),
+     "qk_norm='head' with latent attention"),
+    (dict(d_ff_shared=8), "d_ff_shared=8 needs shared experts"),
+    (dict(n_experts=2, n_experts_per_tok=1, n_shared_experts=1, d_ff_shared=0),
+     "d_ff_shared=0 must be at least 1"),
+    (dict(shared_expert_gate=True), "shared_expert_gate=True needs shared experts"),
+    (dict(router_bias=True), "router_bias=True needs a mixture of experts"),
+    (dict(attention_sinks=1), "attention_sinks=1 must be True or False"),
+    (dict(head_bias="no"), "head_bias='no' must be True or False"),
+    (dict(dense_layer_ids=(0,)), "dense_layer_ids=(0,) needs a mixture of experts"),
+    (dict(n_experts=2, n_experts_per_tok=1, dense_layer_ids=(0, 2)),
+     "dense_layer_ids=(0, 2) must list distinct layers from 0 to 1"),
+    (dict(n_experts=2, n_experts_per_tok=1, dense_layer_ids=(1, 1)), "must list distinct layers"),
+    (dict(n_experts=2, n_experts_per_tok=1, dense_layer_ids=(1,), n_dense_layers=2),
+     "n_dense_layers=2 is not the 1 layers of dense_layer_ids"),
+    (dict(norm="groupnorm"), "norm='groupnorm' is not one of layernorm, rmsnorm, nonparametric_layernorm, layernorm_nobias"),
 ])
 def test_model_shape_errors(changes, needle):
     with pytest.raises(ValueError) as e:
@@ -379,3 +430,25 @@ def test_config_from_shape_errors():
     with pytest.raises(CardError, match="unsupported model_type 'custom'"):
         config_from_shape(custom)
     assert cl.shape_from_config(config_from_shape(custom, "gpt2")) == custom.with_(model_type="gpt2")
+
+
+def test_model_shape_init_is_a_dataclass_init():
+    """ModelShape's own __init__ (faster than the generated one) takes the same arguments."""
+    s = ModelShape(64, 2, 4, 96, 100, 32, n_kv_heads=2)
+    assert s == ModelShape(**{**BASE, "n_kv_heads": 2}) and s.d_head == 16
+    with pytest.raises(TypeError, match="missing required arguments: n_ctx"):
+        ModelShape(**{k: v for k, v in BASE.items() if k != "n_ctx"})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'width'"):
+        ModelShape(**BASE, width=3)
+    with pytest.raises(TypeError, match="multiple values for argument 'd_model'"):
+        ModelShape(64, **BASE)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.d_model = 8
+    moe = ModelShape(**BASE, n_experts=2, n_experts_per_tok=1, dense_layer_ids=[1])
+    assert moe.dense_layer_ids == (1,) and moe.n_dense_layers == 1 and not moe.is_moe_layer(1)
+    first = ModelShape(**BASE, n_experts=2, n_experts_per_tok=1, dense_layer_ids=[0])
+    assert first.dense_layer_ids is None and first == ModelShape(**BASE, n_experts=2,
+                                                                 n_experts_per_tok=1,
+                                                                 n_dense_layers=1)
+    assert ModelShape(**json.loads(json.dumps(moe.as_dict()))) == moe
+    assert hash(moe) == hash(ModelShape(**moe.as_dict()))

@@ -103,3 +103,88 @@ def test_cards_lists_every_shipped_card_with_its_sizes():
     assert mixtral[2] == "46,702,792,704" and mixtral[3] != mixtral[2]  # experts: active < total
     names = run("cards", "--names")
     assert names.stdout.split() == cl.card_names()
+
+
+# --- the families of 2026, --verify and families the counters do not support ----------------
+
+def test_json_for_a_2026_card_has_its_cache_by_layer_kind():
+    r = run("size", "gemma-3-1b-it", "--context", "32768", "--dtype", "bf16", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    s = cl.load_card("gemma-3-1b-it")
+    p = cl.count_params(s)
+    assert (out["total_params"], out["active_params"]) == (p.total, p.active) == \
+        (999_885_952, 999_885_952)
+    kinds = {k["kind"]: k for k in out["kv_cache_by_layer_kind"]}
+    assert kinds["full_attention"]["n_layers"] == 4 and kinds["sliding_attention"]["n_layers"] == 22
+    assert kinds["sliding_attention"]["tokens_kept"] == 512
+    assert kinds["full_attention"]["tokens_kept"] == 32768
+    assert out["kv_cache_bytes_per_sequence"] == sum(k["bytes_per_sequence"] for k in kinds.values())
+    assert out["kv_cache_bytes_per_token"] == 26 * 2 * 1 * 256 * 2
+
+
+def test_verify_table(capsys):
+    from course_lib.cli import main
+    assert main(["size", "Qwen3-30B-A3B", "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert "course_lib agrees with transformers on every part" in out
+    assert out.count("30,532,122,624") == 3  # the size table, and both columns of the total
+
+
+@pytest.mark.parametrize("name", cl.card_names())
+def test_verify_every_shipped_card(name, capsys):
+    from course_lib.cli import main
+    assert main(["size", name, "--verify", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verify"]["agrees"]
+    parts = {p["part"]: p for p in out["verify"]["parts"]}
+    assert parts["total"]["transformers"] == out["total_params"]
+    assert all(p["difference"] == 0 for p in parts.values())
+
+
+def test_verify_shows_the_part_that_differs():
+    """A count that forgets Qwen3's q/k norms: verify names attention and the difference."""
+    from course_lib.verify import format_verification, verify_config
+    s = cl.load_card("Qwen3-8B")
+    v = verify_config(cl.card_config("Qwen3-8B"), s.with_(qk_norm=None))
+    wrong = {c.part: c.difference for c in v.parts if not c.agrees}
+    assert wrong == {"attention": -36 * 2 * 128} and not v.agrees
+    assert v.total.difference == -36 * 2 * 128
+    table = format_verification(v)
+    assert "DIFFERS by -9,216" in table and "DISAGREES" in table
+
+
+def test_verify_exit_status_1_when_a_part_differs(tmp_path, monkeypatch, capsys):
+    from course_lib import cli
+    real = cli.shape_from_config
+    monkeypatch.setattr(cli, "shape_from_config",
+                        lambda cfg, name="": real(cfg, name).with_(head_bias=False))
+    assert cli.main(["size", "phi-2", "--verify"]) == 1
+    assert "output_head" in capsys.readouterr().out
+
+
+def test_unsupported_decoder_family(tmp_path):
+    cfg = {"model_type": "bloom", "hidden_size": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100}
+    path = _write(tmp_path, json.dumps(cfg))
+    r = run("size", path)
+    assert r.returncode == 2 and r.stdout == ""
+    line = r.stderr.strip()
+    assert "unsupported model_type 'bloom': a decoder-only family transformers knows" in line
+    assert all(f in line for f in cl.SUPPORTED_MODEL_TYPES)
+    r = run("size", path, "--verify", "--json")
+    assert r.returncode == 2 and "unsupported model_type 'bloom'" in r.stderr
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**cfg))
+    out = json.loads(r.stdout)
+    assert out == {"model_type": "bloom", "supported": False,
+                   "transformers_total_params": sum(p.numel() for p in model.parameters())}
+
+
+def test_verify_without_transformers(monkeypatch, capsys):
+    from course_lib import cli
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import fails
+    assert cli.main(["size", "gpt2", "--verify"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--verify needs torch and transformers" in err[0]

@@ -93,3 +93,26 @@ def test_parse_size(text, expected):
 def test_parse_size_rejects(text):
     with pytest.raises(ValueError):
         cl.parse_size(text)
+
+
+def test_cache_by_layer_kind_adds_up():
+    """Gemma 2 9B: 21 sliding layers of 4,096 tokens and 21 full ones; the rows add up to the
+    per-token and per-sequence figures, and a window shorter than the sequence caps its rows."""
+    s = cl.load_card("gemma-2-9b")
+    rows = {r.kind: r for r in cl.kv_cache_by_layer_kind(s, 8192, "bf16")}
+    assert set(rows) == {"full_attention", "sliding_attention"}
+    width = 2 * s.n_kv_heads * s.d_head
+    assert (rows["full_attention"].n_layers, rows["sliding_attention"].n_layers) == (21, 21)
+    assert rows["sliding_attention"].tokens_kept == 4096 and rows["full_attention"].tokens_kept == 8192
+    assert rows["sliding_attention"].bytes_per_sequence == 21 * width * 4096 * 2
+    assert sum(r.bytes_per_sequence for r in rows.values()) == \
+        cl.kv_cache_bytes_per_sequence(s, 8192, "bf16")
+    assert sum(r.bytes_per_token for r in rows.values()) == cl.kv_cache_bytes_per_token(s, "bf16")
+    (only,) = cl.kv_cache_by_layer_kind(cl.load_card("Llama-2-7b-hf"), 100, "bf16")
+    assert only.kind == "full_attention" and only.bytes_per_sequence == 100 * 2 * 32 * 4096 * 2
+    (latent,) = cl.kv_cache_by_layer_kind(cl.load_card("DeepSeek-V3"), 10, "bf16")
+    assert latent.kind == "latent_attention" and latent.numbers_per_token == 576
+    with pytest.raises(ValueError, match="n_tokens=-1"):
+        cl.kv_cache_by_layer_kind(s, -1)
+    with pytest.raises(ValueError, match="unknown dtype"):
+        cl.kv_cache_by_layer_kind(s, 8, "fp12")

@@ -35,11 +35,14 @@ PARTS = ("token_embedding", "position_embedding", "attention", "feed_forward", "
 
 # First match wins; a parameter no pattern names fails the test (nothing is dropped).
 NAME_PATTERNS = [
-    ("output_head", r"^lm_head\."),
+    ("output_head", r"^(lm_head|embed_out)\."),
     ("position_embedding", r"\.wpe\."),
-    ("token_embedding", r"\.(wte|embed_tokens|word_embeddings)\."),
-    ("attention", r"\.(attn|self_attn|self_attention)\."),  # MLA's latent norms included
-    ("router", r"\.mlp\.gate\.weight$"),  # Mixtral, DeepSeek (Llama's is gate_proj)
+    ("token_embedding", r"\.(wte|embed_tokens|word_embeddings|embed_in)\."),
+    # MLA's latent norms, q/k norms and attention sinks included
+    ("attention", r"\.(attn|self_attn|self_attention|attention)\."),
+    # Mixtral, DeepSeek, Qwen-MoE (Llama's is gate_proj); gpt-oss and PhiMoE's router; the
+    # Qwen2-MoE shared expert's gate
+    ("router", r"\.mlp\.(gate|router)\.(weight|bias)$|\.mlp\.shared_expert_gate\."),
     ("feed_forward", r"\.mlp\."),
     ("norms", r"(norm|\.ln_\w+|\.ln_f)\.(weight|bias)$"),
 ]
@@ -72,7 +75,9 @@ def hf_counts(model) -> tuple[int, dict, dict, int]:
         if m:
             layer = layers.setdefault(int(m.group(1)), dict.fromkeys(PARTS, 0))
             layer[part] += p.numel()
-    n_experts = getattr(model.config, "num_local_experts", None)  # DeepSeek maps its name
+    n_experts = next((getattr(model.config, key) for key in
+                      ("num_local_experts", "num_experts", "n_routed_experts")
+                      if getattr(model.config, key, None)), None)
     if not n_experts:
         return total, parts, layers, total
     k = model.config.num_experts_per_tok
@@ -86,7 +91,27 @@ def hf_counts(model) -> tuple[int, dict, dict, int]:
     return total, parts, layers, total - routed // n_experts * (n_experts - k)
 
 
+def assert_experts_match(s: ModelShape, model) -> None:
+    """Within the feed-forward part of each layer: the routed experts (``.mlp.experts.``) and
+    the shared experts (``.mlp.shared_expert(s).``) separately, against course_lib."""
+    from course_lib.params import mlp_params
+    routed: dict[int, int] = {}
+    shared: dict[int, int] = {}
+    for name, p in model.named_parameters():
+        m = LAYER.search(name)
+        if m and ".mlp.experts." in name:
+            routed[int(m.group(1))] = routed.get(int(m.group(1)), 0) + p.numel()
+        if m and re.search(r"\.mlp\.shared_experts?\.", name):
+            shared[int(m.group(1))] = shared.get(int(m.group(1)), 0) + p.numel()
+    for i in range(s.n_layers):
+        moe = s.is_moe_layer(i)
+        assert routed.get(i, 0) == (s.n_experts * mlp_params(s) if moe else 0), f"layer {i}"
+        assert shared.get(i, 0) == (mlp_params(s, s.shared_width) if moe and s.n_shared_experts
+                                    else 0), f"layer {i}"
+
+
 def assert_matches(s: ModelShape, model) -> None:
+    assert_experts_match(s, model)
     total, parts, layers, active = hf_counts(model)
     ours = count_params(s)
     assert ours.total == total, (s, ours.as_dict(), parts)
@@ -153,8 +178,44 @@ def test_new_card_totals(name):
     assert abs(total - published) / published < 0.01
 
 
+# The cards of the families added in 2026: (total, active) measured on the meta device with
+# transformers 5.24 (test_shipped_card_matches_transformers re-checks them, part by part), and
+# the rounded figures each publisher gives on its model card or in its paper, (total, active),
+# active as the publisher counts it: ``"active"`` with embedding and head, as the course
+# does; ``"active-no-embedding"`` without the input embedding (gpt-oss, arxiv.org/abs/2508.10925).
+CARDS_2026 = {
+    "Qwen3-8B": ((8_190_735_360, 8_190_735_360), (8.2e9, None)),
+    "Qwen3-30B-A3B": ((30_532_122_624, 3_353_032_704), (30.5e9, 3.3e9)),
+    "Qwen1.5-MoE-A2.7B": ((14_315_784_192, 2_689_173_504), (14.3e9, 2.7e9)),
+    "gemma-3-1b-it": ((999_885_952, 999_885_952), (1e9, None)),
+    "gpt-oss-20b": ((20_914_757_184, 4_187_440_704), (20.91e9, 3.61e9)),
+    "DeepSeek-V2-Lite": ((15_706_484_224, 2_661_150_208), (15.7e9, None)),
+    "GLM-4.5-Air": ((106_852_245_504, 13_424_123_904), (106e9, None)),  # no MTP layer built
+    "OLMo-2-1124-7B": ((7_298_617_344, 7_298_617_344), (7.3e9, None)),
+    "SmolLM3-3B": ((3_075_098_624, 3_075_098_624), (3.08e9, None)),
+    "granite-3.0-8b-base": ((8_170_848_256, 8_170_848_256), (8.1e9, None)),
+    "phi-2": ((2_779_683_840, 2_779_683_840), (2.7e9, None)),
+    "pythia-1b": ((1_011_781_632, 1_011_781_632), (1.0e9, None)),
+    "starcoder2-3b": ((3_030_371_328, 3_030_371_328), (3e9, None)),
+    "c4ai-command-r-v01": ((34_980_831_232, 34_980_831_232), (35e9, None)),
+    "OLMoE-1B-7B-0924": ((6_919_161_856, 1_282_017_280), (6.9e9, 1.3e9)),
+    "Phi-3.5-MoE-instruct": ((41_873_153_344, 6_640_999_744), (41.9e9, 6.6e9)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CARDS_2026))
+def test_2026_card_sizes(name):
+    (total, active), (published_total, published_active) = CARDS_2026[name]
+    p = count_params(cl.load_card(name))
+    assert (p.total, p.active) == (total, active)
+    assert p.total == pytest.approx(published_total, rel=0.04)
+    if published_active is not None:
+        ours = p.active - p.token_embedding if name == "gpt-oss-20b" else p.active
+        assert ours == pytest.approx(published_active, rel=0.04)
+
+
 def test_every_card_has_a_total():
-    assert set(cl.card_names()) == set(REFERENCE_TOTALS) | set(NEW_CARD_TOTALS)
+    assert set(cl.card_names()) == set(REFERENCE_TOTALS) | set(NEW_CARD_TOTALS) | set(CARDS_2026)
 
 
 def test_deepseek_v3_active():
@@ -246,6 +307,98 @@ def random_shape(family: str, rng: random.Random) -> ModelShape:
                           n_experts_per_tok=rng.randint(1, n_experts),
                           n_shared_experts=rng.randint(0, 2), n_dense_layers=n_dense,
                           d_ff_dense=rng.randint(4, 80) if n_dense else None, model_type=family)
+    s = random_2026_shape(family, rng, rotary, divisible, bias)
+    return s.with_(d_ff_dense=None) if s.d_ff_dense == s.d_ff else s  # the canonical form
+
+
+def _experts(rng: random.Random, n_max: int = 6) -> dict:
+    n = rng.randint(1, n_max)
+    return dict(n_experts=n, n_experts_per_tok=rng.randint(1, n))
+
+
+def _dense_ids(rng: random.Random, L: int) -> dict:
+    """Dense layers anywhere (Qwen-MoE's mlp_only_layers), with their own width."""
+    ids = tuple(i for i in range(L) if rng.random() < 0.3)
+    return dict(dense_layer_ids=ids, d_ff_dense=rng.randint(4, 80)) if ids else {}
+
+
+def _all_or_none(rng: random.Random) -> dict:
+    return dict(sliding_window=rng.randint(4, 64)) if rng.random() < 0.5 else {}
+
+
+def random_2026_shape(family: str, rng: random.Random, rotary: dict, divisible: int,
+                      bias: bool) -> ModelShape:
+    """Random small shapes of the families added in 2026 (each switch the family has)."""
+    L = rotary["n_layers"]
+    plain = dict(rotary, d_model=divisible, d_head=None)  # families without head_dim
+    biased = dict(qkv_bias=bias, out_bias=bias)
+    norm_qk = rng.choice([None, "head"])
+    if family == "qwen3":
+        return ModelShape(**dict(rotary, **biased), qk_norm="head", **_window(rng, L),
+                          model_type=family)
+    if family == "qwen3_moe":
+        return ModelShape(**dict(rotary, **biased), qk_norm="head", **_experts(rng),
+                          **_dense_ids(rng, L), **_all_or_none(rng), model_type=family)
+    if family == "qwen2_moe":
+        return ModelShape(**dict(plain, qkv_bias=True), **_experts(rng), n_shared_experts=1,
+                          d_ff_shared=rng.randint(4, 80), shared_expert_gate=True,
+                          **_dense_ids(rng, L), **_window(rng, L), model_type=family)
+    if family == "gemma3_text":  # its config class wants n_heads | d_model even with head_dim
+        return ModelShape(**dict(rotary, d_model=divisible, mlp="geglu", **biased), norms_per_block=4,
+                          qk_norm="head", **_window(rng, L), model_type=family)
+    if family == "gpt_oss":
+        return ModelShape(**dict(rotary, mlp_bias=True, **biased), **_experts(rng),
+                          router_bias=True, attention_sinks=True, **_window(rng, L),
+                          model_type=family)
+    if family == "deepseek_v2":
+        n_dense = rng.randint(0, L)
+        rope = rng.choice([2, 4, 8])
+        # an even latent: DeepSeek-V2's complex rotary needs an even stride to run (not to count)
+        mla = LatentAttention(kv_lora_rank=2 * rng.randint(1, 12), d_head_rope=rope,
+                              d_head_v=rng.randint(1, 12),
+                              q_lora_rank=rng.choice([0, rng.randint(2, 24)]))
+        return ModelShape(**dict(rotary, d_model=divisible, d_head=rope + rng.choice([2, 4, 6]),
+                                 **biased, n_kv_heads=rotary["n_heads"]), mla=mla,
+                          **_experts(rng),
+                          n_shared_experts=rng.randint(0, 2), n_dense_layers=n_dense,
+                          d_ff_dense=rng.randint(4, 80) if n_dense else None, model_type=family)
+    if family == "glm4_moe":  # at least 2 experts: its router takes a top-2 in each group
+        n_dense = rng.randint(0, L)
+        n = rng.randint(2, 10)
+        return ModelShape(**dict(rotary, qkv_bias=bias), qk_norm=norm_qk, n_experts=n,
+                          n_experts_per_tok=rng.randint(1, n),
+                          n_shared_experts=rng.randint(0, 2), n_dense_layers=n_dense,
+                          d_ff_dense=rng.randint(4, 80) if n_dense else None, model_type=family)
+    if family == "olmo2":
+        return ModelShape(**dict(plain, **biased), qk_norm="heads", model_type=family)
+    if family == "smollm3":
+        return ModelShape(**dict(plain, **biased, mlp_bias=rng.random() < 0.5),
+                          **_window(rng, L), model_type=family)
+    if family == "granite":
+        return ModelShape(**dict(plain, **biased, mlp_bias=rng.random() < 0.5), model_type=family)
+    if family == "phi":
+        return ModelShape(**dict(plain, mlp="gelu", norm="layernorm", qkv_bias=True,
+                                 out_bias=True, mlp_bias=True), head_bias=True,
+                          norms_per_block=1, parallel_attn=True,
+                          qk_norm=norm_qk, model_type=family)
+    if family == "gpt_neox":
+        return ModelShape(**dict(plain, n_kv_heads=None, mlp="gelu", norm="layernorm",
+                                 **biased, mlp_bias=True), parallel_attn=rng.random() < 0.5,
+                          model_type=family)
+    if family == "starcoder2":
+        return ModelShape(**dict(plain, mlp="gelu", norm="layernorm", **biased, mlp_bias=bias),
+                          **_all_or_none(rng), model_type=family)
+    if family == "cohere":
+        return ModelShape(**dict(plain, norm="layernorm_nobias", **biased), norms_per_block=1,
+                          parallel_attn=True, qk_norm=rng.choice([None, "heads"]),
+                          model_type=family)
+    if family == "olmoe":
+        return ModelShape(**dict(plain, **biased), qk_norm="heads", **_experts(rng),
+                          model_type=family)
+    if family == "phimoe":  # top-2: PhiMoE's sparsemixer router runs only with 2
+        return ModelShape(**dict(plain, norm="layernorm", **biased), n_experts=rng.randint(2, 6),
+                          n_experts_per_tok=2,
+                          head_bias=rng.random() < 0.5, **_all_or_none(rng), model_type=family)
     raise AssertionError(family)
 
 
@@ -296,6 +449,28 @@ def test_random_shapes_cover_the_switches():
     assert seen("deepseek_v3", lambda s: s.mla.q_lora_rank == 0)
     assert seen("deepseek_v3", lambda s: 0 < s.n_dense_layers < s.n_layers)
     assert seen("deepseek_v3", lambda s: s.n_shared_experts == 0)
+    # the families of 2026
+    for f in ("qwen3_moe", "qwen2_moe"):
+        assert seen(f, lambda s: s.dense_layer_ids is not None and s.d_ff_dense is not None)
+        assert seen(f, lambda s: s.moe_layers == s.n_layers)
+    assert seen("qwen2_moe", lambda s: s.d_ff_shared != s.d_ff and s.shared_expert_gate)
+    for f in ("qwen3", "qwen2_moe", "gemma3_text", "gpt_oss", "smollm3"):
+        assert seen(f, lambda s: 0 < s.sliding_layers < s.n_layers), f
+    for f in ("qwen3_moe", "starcoder2", "phimoe"):
+        assert seen(f, lambda s: s.sliding_layers == s.n_layers > 0), f
+    assert seen("gpt_oss", lambda s: s.n_experts_per_tok < s.n_experts)
+    for f in ("deepseek_v2", "glm4_moe"):
+        assert seen(f, lambda s: 0 < s.n_dense_layers < s.n_layers), f
+        assert seen(f, lambda s: s.n_shared_experts > 0), f
+    assert seen("deepseek_v2", lambda s: s.mla.q_lora_rank == 0)
+    assert seen("deepseek_v2", lambda s: s.mla.q_lora_rank > 0)
+    for f, kind in (("glm4_moe", "head"), ("phi", "head"), ("cohere", "heads")):
+        assert seen(f, lambda s: s.qk_norm == kind) and seen(f, lambda s: s.qk_norm is None), f
+    for f in ("qwen3", "gpt_oss", "olmo2", "granite", "starcoder2", "cohere", "phimoe", "olmoe"):
+        assert seen(f, lambda s: s.qkv_bias) and seen(f, lambda s: not s.qkv_bias), f
+    assert seen("gpt_neox", lambda s: s.parallel_attn) and seen("gpt_neox", lambda s: not s.parallel_attn)
+    assert seen("phimoe", lambda s: s.head_bias) and seen("phimoe", lambda s: not s.head_bias)
+    assert seen("qwen3", lambda s: s.d_head * s.n_heads != s.d_model)
 
 
 # --- random configs with keys left out: our defaults are transformers' defaults --------------
@@ -322,20 +497,36 @@ OPTIONAL_KEYS = {
                     "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "attention_bias",
                     "tie_word_embeddings"],
 }
+# The families of 2026: every key their config class has a default for, sizes aside (a card
+# with none of its sizes is tested in tests/test_families.py).
+SIZE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size",
+             "max_position_embeddings")
+OPTIONAL_KEYS.update({family: [k for k in defaults if k not in SIZE_KEYS]
+                      for family, defaults in cl.cards.FAMILY_DEFAULTS.items()})
 # Keys a config class lets be null, read as "the usual" (heads, d_model / n_heads, no window).
 NULLABLE = {"num_key_value_heads": ("llama", "qwen2", "phi3", "olmo", "deepseek_v3"),
             "num_kv_heads": ("falcon",), "ffn_hidden_size": ("falcon",),
             "head_dim": ("llama", "mistral", "mixtral"),
             "sliding_window": ("mistral", "mixtral", "phi3", "gemma2"),
-            "n_inner": ("gpt2",), "q_lora_rank": ("deepseek_v3",)}
+            "n_inner": ("gpt2",), "q_lora_rank": ("deepseek_v3", "deepseek_v2")}
+for _family, _defaults in cl.cards.FAMILY_DEFAULTS.items():
+    if "num_key_value_heads" in _defaults:
+        NULLABLE["num_key_value_heads"] += (_family,)
+    if "sliding_window" in _defaults:
+        NULLABLE["sliding_window"] += (_family,)
 # Defaults too big for a quick meta build, replaced by small values that keep them absent.
 SMALL_DEFAULTS = {"deepseek_v3": dict(n_routed_experts=4, num_experts_per_tok=2)}
+
+
+OLD_FAMILIES = cl.cards.FAMILIES_2023  # their keys required
+REFUSALS = ("does not divide", "must equal n_heads", "is more than n_experts", "has no default")
 
 
 @pytest.mark.parametrize("family", SUPPORTED_MODEL_TYPES)
 def test_defaults_match_transformers(family):
     built = refused = 0
-    for seed in range(16):
+    seeds = 16 if family in OLD_FAMILIES else 24  # more: defaults of 2026 refuse more often
+    for seed in range(seeds):
         rng = random.Random(f"defaults-{family}-{seed}")
         s = random_shape(family, rng)
         if s.mla is None and family != "gemma":  # so that a dropped head_dim changes nothing
@@ -359,15 +550,17 @@ def test_defaults_match_transformers(family):
             s = cl.shape_from_config(cfg)
         except CardError as e:
             # What we refuse and transformers builds anyway: a head width floored from
-            # d_model // n_heads, or a default kv head count that does not divide the heads.
-            assert "does not divide" in str(e) or "must equal n_heads" in str(e), e
+            # d_model // n_heads, a default kv head count that does not divide the heads, a
+            # default top-k above the experts there are, or no top-k at all (DeepSeek-V2's
+            # default is null): models that build but cannot run.
+            assert any(m in str(e) for m in REFUSALS), e
             try:  # transformers' filled-in config spells the floored head_dim out
                 assert_matches(cl.shape_from_config(full), model)
             except CardError as e_full:
-                assert "n_kv_heads" in str(e_full) or "does not divide" in str(e_full), e_full
+                assert any(m in str(e_full) for m in REFUSALS + ("n_kv_heads",)), e_full
             refused += 1
             continue
         assert cl.shape_from_config(full).with_(dtype=None) == s.with_(dtype=None), (seed, cfg)
         assert_matches(s, model)
         built += 1
-    assert built >= 8, f"only {built} of 16 random {family} configs checked ({refused} refused)"
+    assert built >= 8, f"only {built} of {seeds} random {family} configs checked ({refused} refused)"
