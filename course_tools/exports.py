@@ -96,10 +96,14 @@ def read_canvas_export(path: Path) -> tuple[list[str], list[list[str]]]:
 
 
 def _canvas_column(header: list[str], assignment: str, title: str | None) -> int | None:
-    want = {assignment.lower(), (title or assignment).lower()}
+    """The column of ``assignment`` in a Canvas export: its header without the ``(<id>)``
+    Canvas appends, compared without case, spaces or punctuation (``Lesson 1 (98765)`` is
+    ``lesson1``'s column)."""
+    def key(text: str) -> str:
+        return re.sub(r"[^a-z0-9]", "", text.lower())
+    want = {key(assignment), key(title or assignment)}
     for i, h in enumerate(header):
-        base = re.sub(r"\s*\(\d+\)\s*$", "", h).strip().lower()
-        if base in want:
+        if key(re.sub(r"\s*\(\d+\)\s*$", "", h)) in want:
             return i
     return None
 
@@ -115,7 +119,12 @@ def write_canvas_gradebook(export: Path, reports, assignment: str, path: Path,
         raise ExportError(f"no graded row for {assignment} to put in the Canvas gradebook")
     col = _canvas_column(header, assignment, title)
     points = _fmt(max(r.max_score for r in mine))
+    notes_new = []
     if col is None:  # a new assignment column, after the last assignment column
+        notes_new.append(f"the Canvas export has no column for {assignment} (its headers are "
+                         "'<assignment name> (<id>)'): a new column "
+                         f"{title or assignment!r} "
+                         "was added; import it as a new assignment, or rename the column")
         ends = [i for i, h in enumerate(header) if h in (
             "Current Points", "Final Points", "Current Score", "Unposted Current Score",
             "Final Score", "Unposted Final Score", "Current Grade", "Final Grade")]
@@ -128,7 +137,7 @@ def write_canvas_gradebook(export: Path, reports, assignment: str, path: Path,
     for r in mine:
         for key in {r.student, getattr(r, "lms_id", "") or r.student}:
             by[key] = r
-    used, notes = set(), []
+    used, notes = set(), notes_new
     for row in rows:
         label = row[idx["Student"]].strip()
         if label == CANVAS_POINTS_ROW:

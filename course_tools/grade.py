@@ -644,7 +644,7 @@ def _sandbox_words(sandbox: Sandbox, limits: Limits) -> str:
     when the sandbox cannot be had here)."""
     if sandbox == Sandbox.NONE:
         return ("sandbox: none (--sandbox none): learner code runs with this user's powers, "
-                "its files and its network")
+                "its files and its network, and processes it starts may outlive grading")
     try:
         version = sandboxing.probe()
     except sandboxing.SandboxUnavailable as exc:

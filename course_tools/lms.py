@@ -275,9 +275,17 @@ def _assignment(asked: list[str] | None, names: list[str], known: list[str],
         return hits[0]
     if len(known) == 1:
         return known[0]
-    found = ", ".join(sorted(stems)[:5]) or "no notebooks"
-    raise LMSError(f"cannot tell which assignment this {where} download is for (notebooks "
-                   f"named {found}; the course has {', '.join(known)}): pass --assignment")
+    found = (f"its notebooks are named {', '.join(sorted(stems)[:5])}" if stems
+             else "it holds no notebook")
+    raise LMSError(f"cannot tell which assignment this {where} download is for ({found}; "
+                   f"the course has {', '.join(known)}): pass --assignment")
+
+
+def _plain_id(stem: str) -> str:
+    """A student id from a plain folder's file or folder name (``Bob Smith`` -> ``Bob_Smith``:
+    ids keep letters, digits and ``_ . @ + -``; the name itself is kept as the student's)."""
+    sid = re.sub(r"[^A-Za-z0-9_.@+-]+", "_", stem).strip("_.")
+    return sid or "student"
 
 
 _COPY_NAMES = re.compile(r"^copy of\s+|\s*\(\d+\)$|-copy\d*$", re.IGNORECASE)
@@ -382,14 +390,17 @@ def _collect(root: Path, layout: str, known: list[str],
     if layout == "plain":
         loose = [p for p in entries if p.is_file() and p.suffix == ".ipynb"]
         folders = [p for p in entries if p.is_dir()]
-        names = [p.name for d in folders for p in d.glob("*.ipynb")]
+        names = [p.name for d in folders for p in d.glob("*.ipynb")] + [p.name for p in loose]
         a = _assignment(asked, names, known, "plain")
         for p in loose:  # <student>.ipynb: the file is named after the student
-            sub = Submission(p.stem, a, lms_id=p.stem, files=[p])
+            sid = _plain_id(p.stem)
+            sub = Submission(sid, a, name=p.stem if sid != p.stem else "", lms_id=sid, files=[p])
             sub.staged_names = {str(p): f"{a}.ipynb"}
             subs.append(sub)
         for d in folders:
-            subs.append(Submission(d.name, a, lms_id=d.name, files=_notebooks(d)))
+            sid = _plain_id(d.name)
+            subs.append(Submission(sid, a, name=d.name if sid != d.name else "", lms_id=sid,
+                                   files=_notebooks(d)))
         for p in entries:
             if p.is_file() and p.suffix != ".ipynb":
                 notes.append(f"left out {p.name} (not a notebook)")
@@ -478,10 +489,10 @@ def stage(submissions: Path, work: Path, known: list[str], *, layout: str | None
         raise LMSError(f"SUBMISSIONS {submissions} is neither a folder nor a .zip file")
     root = _unwrap(root, known)
     found = layout or detect_layout(root, known)
-    for a in assignments or []:
-        if a not in known:
-            raise LMSError(f"unknown assignment {a}; the course has "
-                           f"{', '.join(known) or 'none'}")
+    unknown = [a for a in assignments or [] if a not in known]
+    if unknown:
+        raise LMSError(f"unknown assignment(s) {', '.join(unknown)}; the course has "
+                       f"{', '.join(known) or 'none'}")
     subs, names, notes = _collect(root, found, known, assignments)
     if not names:
         raise LMSError(f"no folder in {submissions} is named after an assignment "

@@ -120,7 +120,7 @@ def _system_binds() -> list[str]:
         elif p.is_dir():
             args += ["--ro-bind", top, top]
     for f in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-              "/etc/alternatives"):
+              "/etc/alternatives", "/etc/fonts"):  # fonts: matplotlib's text, without a warning
         if os.path.exists(f):
             args += ["--ro-bind", f, f]
     return args

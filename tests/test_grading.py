@@ -200,7 +200,7 @@ def test_course_lib_changes_are_seen_but_not_its_byte_code(tmp_path, monkeypatch
     it before and after (byte-code caches that kernels write aside)."""
     import types
 
-    from course_tools import grade as G
+    from course_tools import integrity as G
 
     pkg = tmp_path / "course_lib"
     (pkg / "checks").mkdir(parents=True)
@@ -214,7 +214,7 @@ def test_course_lib_changes_are_seen_but_not_its_byte_code(tmp_path, monkeypatch
     (pkg / "checks" / "__pycache__" / "records.cpython-311.pyc").write_bytes(b"\0")
     assert G.course_lib_digest() == before
     (pkg / "checks" / "records.py").write_text("def same_record(a, b):\n    return True\n")
-    assert G._changed(before, G.course_lib_digest()) == {"checks/records.py"}
+    assert G.changed(before, G.course_lib_digest()) == {"checks/records.py"}
 
 
 def test_nbgrader_and_the_grader_agree_on_honest_submissions(graded):

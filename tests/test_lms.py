@@ -87,7 +87,7 @@ def test_a_flat_download_needs_its_assignment(tmp_path):
     st = lms.stage(src, tmp_path / "w2", KNOWN, assignments=["lesson2"])
     assert st.assignments == ["lesson2"]
     assert (st.root / "12345" / "lesson2" / "homework.ipynb").is_file()
-    with pytest.raises(lms.LMSError, match="unknown assignment lesson9"):
+    with pytest.raises(lms.LMSError, match=r"unknown assignment\(s\) lesson9"):
         lms.stage(src, tmp_path / "w3", KNOWN, assignments=["lesson9"])
 
 
@@ -354,3 +354,20 @@ def test_the_grade_command_refuses_a_hostile_zip_in_one_line(mini_course, tmp_pa
     assert grade_main([str(flat), "--out", str(out), "--course", str(mini_course),
                        "--layout", "canvas", "--canvas-gradebook", str(tmp_path / "no.csv")]) == 2
     assert "Canvas gradebook export" in capsys.readouterr().err
+
+
+def test_a_plain_folder_names_students_after_its_files_even_with_spaces(tmp_path):
+    src = _write(tmp_path / "dl", {"Bob Smith.ipynb": NB, "ada.ipynb": NB})
+    st = lms.stage(src, tmp_path / "w", KNOWN, layout="plain", assignments=["lesson1"])
+    by = {s.student: s for s in st.submissions}
+    assert set(by) == {"Bob_Smith", "ada"}
+    assert by["Bob_Smith"].name == "Bob Smith" and by["ada"].name == ""
+    assert (st.root / "Bob_Smith" / "lesson1" / "lesson1.ipynb").is_file()
+
+
+def test_a_canvas_column_is_found_by_its_name_whatever_the_case_and_spaces():
+    from course_tools.exports import _canvas_column
+    header = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lesson 1 (98765)",
+              "Current Score"]
+    assert _canvas_column(header, "lesson1", None) == 5
+    assert _canvas_column(header, "lesson2", None) is None
