@@ -143,8 +143,10 @@ def format_table(r: dict) -> str:
         (f"KV cache for batch of {r['batch']}",
          _fmt_bytes(r["kv_cache_bytes_batch"]) + ("" if r["batch_fits"] else "  DOES NOT FIT")),
         (f"requests that fit in {r['gpu_memory_bytes'] / GiB:,.1f} GiB", f"{r['requests_that_fit']:,}"),
-        ("forward FLOPs / token", f"{r['forward_flops_per_token']:,} (= 2 x multiply-adds)"),
-        ("training FLOPs / token", f"{r['training_flops_per_token']:,} (~ 6 x active params)"),
+        ("forward FLOPs / token", f"{r['forward_flops_per_token']:,} (= 2 x multiply-adds, "
+                                  f"attention over all {r['context']:,} positions included)"),
+        ("training FLOPs / token", f"{r['training_flops_per_token']:,} (~ 6 x active params: "
+                                   "the weights only, attention left out)"),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

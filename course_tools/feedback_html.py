@@ -133,7 +133,8 @@ def _header(r: Report, hidden: list[str]) -> str:
     notes = [c for c in [r.detail] if c and r.status != "graded"] + list(r.notes)
     notes = [redact(n, hidden) for n in notes]
     out = ['<div class="course-summary">',
-           f"<div>Status: <b>{html.escape(r.status)}</b> ({html.escape(words)})"
+           f"<div>Status: <b>{html.escape(r.status)}</b>"
+           + (f" ({html.escape(words)})" if words != r.status else "")
            + (" &middot; <b>late</b>" if getattr(r, "late", None) else "") + "</div>"]
     if rows:
         out.append(f'<div>Test cells:</div><ul class="course-points">{rows}</ul>')
