@@ -150,7 +150,7 @@ def _sandbox_setup(spec: JobSpec, d: Path):
         argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         socket_dir=str(p["sock"]), report=str(p["sandbox"]), scratch=lim.scratch,
         processes=lim.processes, memory=lim.job_memory, cgroup_kind=group.kind,
-        cgroup_dirs=[str(x) for x in group.dirs])
+        cgroup_dirs=[str(x) for x in group.dirs], font_cache=sandbox.font_cache())
     cfg.to_file(d / "sandbox-config.json")
     sandbox.kernel_spec(p["jupyter"], d / "sandbox-config.json")
     os.environ["JUPYTER_PATH"] = str(p["jupyter"])
