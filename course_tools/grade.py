@@ -588,9 +588,7 @@ def _grade_staged(original: Path, staged, out: Path, names, course: Path, echo, 
     if left:
         problems.append(f"{len(left)} job cgroup(s) were left behind (their processes were "
                         "killed now)")
-        for d in left:
-            sandboxing.kill_cgroup([d])
-            sandboxing.JobCgroup("x", [str(d)]).remove()
+        sandboxing.destroy_leftovers(f"course-grade-{run_id}-")
     grading = Grading(rows)
     grading.problems, grading.jobs = problems, jobs
     grading.interrupted = interrupted

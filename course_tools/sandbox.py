@@ -161,17 +161,14 @@ class SandboxConfig:
 
 @dataclass
 class SandboxReport:
-    """What the launcher saw of one kernel's sandbox (for the job's status and detail)."""
+    """What the launcher saw of one kernel's sandbox (for the job's status and detail; the
+    cgroup's counters are read by the worker, :meth:`JobCgroup.counters`)."""
     started: bool = False
     exit_code: int | None = None
     cgroup: str = ""
     """``v1``, ``v2`` or "" (none could be made: per-process limits only)."""
     peak_scratch: int = 0
     scratch: int = 0
-    memory_events: int = 0
-    """Times the job's memory cap was hit (allocation failures or OOM kills)."""
-    oom_kills: int = 0
-    process_cap_hits: int = 0
     error: str = ""
 
     @classmethod
@@ -394,19 +391,24 @@ def kill_cgroup(dirs: list[Path]) -> int:
 def leftover_cgroups(prefix: str, exact: bool = False) -> list[Path]:
     """Job cgroup folders (under this process's own cgroups) whose name starts with
     ``prefix`` (or is it, ``exact``): after grading there should be none."""
+    v2 = (_CGROUP_ROOT / "cgroup.controllers").is_file()
     found = []
-    for ctrl in ("pids", "memory", ""):
+    for ctrl in ("",) if v2 else ("pids", "memory"):
         try:
-            base = _CGROUP_ROOT / ctrl / JobCgroup._own(ctrl) if ctrl else (
-                _CGROUP_ROOT / JobCgroup._own("") if (_CGROUP_ROOT / "cgroup.controllers").is_file()
-                else None)
+            base = _CGROUP_ROOT / ctrl / JobCgroup._own(ctrl)
         except OSError:
             continue
-        if base is None or not base.is_dir():
-            continue
-        found += [d for d in base.iterdir() if d.is_dir() and
-                  (d.name == prefix if exact else d.name.startswith(prefix))]
+        if base.is_dir():
+            found += [d for d in base.iterdir() if d.is_dir() and
+                      (d.name == prefix if exact else d.name.startswith(prefix))]
     return found
+
+
+def destroy_leftovers(prefix: str, exact: bool = False) -> int:
+    """Kill what is in the :func:`leftover_cgroups` and remove them; returns how many
+    processes were still there."""
+    return sum(JobCgroup("leftover", [str(d)]).destroy()
+               for d in leftover_cgroups(prefix, exact))
 
 
 # --- the launcher ------------------------------------------------------------------------------

@@ -371,9 +371,7 @@ def collect(spec: JobSpec, d: Path, exit_code: int | None, over_budget: bool,
             if isinstance(counters.get(k), int):
                 setattr(facts, k, counters[k])
     # a job killed over budget could not clean up: its cgroup is removed here
-    for left in sandbox.leftover_cgroups(cgroup_name(spec.job_id), exact=True):
-        facts.survivors += sandbox.kill_cgroup([left])
-        sandbox.JobCgroup("x", [str(left)]).remove()
+    facts.survivors += sandbox.destroy_leftovers(cgroup_name(spec.job_id), exact=True)
     res.sandbox = facts
     return res
 
@@ -442,6 +440,7 @@ class LocalJob:
         self.dir = Path(tempfile.mkdtemp(prefix=f"job-{spec.job_id}-", dir=tmp))
         self.start = time.monotonic()
         self.proc = self.mp = None
+        self._code: int | None = None
         self.over_budget = False
         RUNNING[spec.job_id] = self
         fork = use_fork() if fork is None else fork
@@ -477,11 +476,11 @@ class LocalJob:
             return self.proc.poll()
         if self.mp is not None:
             return self.mp.exitcode
-        pid, status = os.waitpid(self.pid, os.WNOHANG)
-        if pid == 0:
-            return None
-        self._code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        self.poll = lambda: self._code  # reaped: keep the answer
+        if self._code is None:  # a forked child, reaped once
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self._code = (-os.WTERMSIG(status) if os.WIFSIGNALED(status)
+                              else os.WEXITSTATUS(status))
         return self._code
 
     def kill(self) -> None:
@@ -492,7 +491,7 @@ class LocalJob:
         for pid in kernel_pids(self.dir):
             _killpg(pid)
         for left in sandbox.leftover_cgroups(cgroup_name(self.spec.job_id), exact=True):
-            sandbox.kill_cgroup([left])
+            sandbox.kill_cgroup([left])  # removed once the job is collected
 
     def check_budget(self) -> int | None:
         """Poll; a job past its budget is killed (and reaped).  The exit code, or None."""
