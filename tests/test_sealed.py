@@ -3,6 +3,7 @@ every answer within tolerance passes, answers well outside fail, known mistakes 
 value is stored in plain; records compare the way the checks do."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -70,18 +71,43 @@ def test_exact_whole_numbers_and_choices():
     assert "answer with one of" in sealed.judge(c, "mlp").message
 
 
-def test_a_sealed_answer_holds_no_value_and_round_trips():
+def test_a_sealed_answer_holds_no_value_and_round_trips(tmp_path, monkeypatch):
+    """The seal command writes the entry into its assignment's JSON file (replacing one of the
+    same salt, keeping the others); the file holds no form of the value, and load() reads back
+    the same Sealed the library makes."""
     s = sealed.seal_number("x", 123.456, salt="test/x", rel=0.001,
                            mistakes={"doubled": 246.912})
-    text = s.literal()
-    assert not re.search(r"12[34]\.|24[67]\.|1\.23|2\.47", text), text
-    assert eval(text, {"Sealed": sealed.Sealed}) == s
-    # the command line prints the same
-    done = subprocess.run([sys.executable, "-m", "course_lib.checks.seal", "number", "123.456",
+    (tmp_path / "test.json").write_text(json.dumps({"test/y": {"stale": 1}}))
+    monkeypatch.setattr(sealed, "SEALED_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match=r"test\.json: sealed answer 'test/y' is malformed"):
+        sealed.load("test")
+    (tmp_path / "test.json").write_text(json.dumps({"test/y": json.loads(json.dumps(
+        dataclasses.asdict(sealed.seal_choice("y", "a", salt="test/y", choices="ab"))))}))
+    sealed.load.cache_clear()
+    done = subprocess.run([sys.executable, "-c", "import sys; from course_lib.checks import "
+                           f"sealed; sealed.SEALED_DIR = {str(tmp_path)!r}; "
+                           "sys.exit(sealed.main(sys.argv[1:]))", "number", "123.456",
                            "--rel", "0.001", "--what", "x", "--salt", "test/x",
                            "--mistake", "doubled=246.912"], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.strip() == text and done.stderr == ""
+                          check=True, cwd=REPO)
+    assert done.stderr == "" and "SEALED['test/x']" in done.stdout, done.stdout
+    text = (tmp_path / "test.json").read_text()
+    assert not re.search(r"12[34]\.|24[67]\.|1\.23|2\.47", text), text
+    loaded = sealed.load("test")
+    assert list(loaded) == ["test/y", "test/x"] and loaded["test/x"] == s
+    assert sealed.judge(loaded["test/x"], 123.5).ok
+    assert sealed.judge(loaded["test/x"], 246.9).mistake == "doubled"
+    sealed.load.cache_clear()
+
+
+def test_every_assignments_sealed_answers_load():
+    """Each assignment's file loads, every entry keyed by its own salt, and the checks modules
+    use every entry (no stale seals)."""
+    for path in sorted(Path(sealed.SEALED_DIR).glob("*.json")):
+        entries = sealed.load(path.stem)
+        source = (REPO / "course_lib" / "checks" / f"{path.stem}.py").read_text()
+        unused = [salt for salt in entries if repr(salt) not in source]
+        assert entries and not unused, (path.name, unused)
 
 
 def test_lesson1_test_yourself_values_are_not_in_course_lib():

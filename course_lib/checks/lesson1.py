@@ -23,7 +23,10 @@ from ..shapes import gpt2_shape
 from ..units import GB, GiB
 from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_sealed, check_value,
                on_hidden, own_work)
-from .sealed import Sealed
+from .sealed import load as _load_sealed
+
+SEALED = _load_sealed("lesson1")
+"""This assignment's sealed answers by salt (sealed_answers/lesson1.json)."""
 
 GPT2_SMALL = dict(d_model=768, n_layers=12, d_vocab=50257, n_ctx=1024)
 """GPT-2 small's four counting numbers (its card also says n_heads = 12)."""
@@ -330,171 +333,17 @@ def check_doubling(fn, shapes: Sequence[Mapping] = (GPT2_SMALL, *RANDOM_SHAPES))
 # which also says to round to nearest (tests/test_checks_lesson1.py).  Regenerate with
 # ``python -m course_lib.checks.seal`` from values computed in a scratch session.
 
-TYS1_PARAMS = Sealed(
-    what='tys1_params_millions', salt='lesson1/tys1_params_millions', kind='number', digits=4,
-    right=('03064ed92168d851', '1f74c1e22a3c4bab', '2012ba20e1012aa1', '34b1c236c99679f2',
-           '479c73fa3f129683', '4fbb2e14bc505ef0', '788a37391eb85625', '8330c048d517561c',
-           '9ebfbc6dc2e8c8df', 'a3c240e687bc5a4b', 'a5c789476e30d3e9', 'b85c21330eeaa90b',
-           'c727e18509331652', 'c7e0b6209eb0003b',),
-    mistakes=(
-        ('that counts the tied head a second time',
-         ('1373dabe8ee3015b', '1db86413260f8972', '1e6a37c561d2a576', '2c189cadd9b4d51d',
-          '4746316633269a5b', '477cece6171d8c97', '5c07f61c2200bdcb', '63e28ecd5fae38dd',
-          '65cce2d42cfd5cad', '761bd78270ac3892', '7d55fd7307e37412', 'a1ec597a7e6cba2f',
-          'ae97021e73a18aa9', 'b9a3f314a7bc3fd7', 'bec1945b9f0c096b', 'e334ca10c875f977',
-          'f1cc9b5b2ad27c05', 'f6a60a13020127af',)),
-        ('that is the blocks alone: add the embeddings',
-         ('0348c8b003cccbcc', '05cf004b2011b582', '05f4654ffb7e9933', '0726b186e3b52d99',
-          '0aca1615315b2ee9', '0fbba8fba6a048e8', '11411182e2912d57', '17383e52435604d2',
-          '17927b9bc6552f3e', '1a70aa7def605de1', '1d2d17d6b3b6e5d2', '1ee35d62c8f92220',
-          '249c9aa85d0dd1bd', '250a438f3974bb9a', '2594c248ddd4f33b', '28fc816caa4b37db',
-          '2bdaff553d5c7f7a', '2d684dc5e911843f', '2d7cbb1df121c056', '30237b54336c25e0',
-          '30a609395f9ad79d', '32ef8dde1ae19de9', '34ac4a35316b3c1e', '35623ff0cf839f49',
-          '3816b9d131043ff2', '3935037ca57e46f0', '4bd61f0743cb98e6', '4c1d4359c72ae259',
-          '538696f287f6c44a', '5954416d0c5137a4', '5a2faef83d87be4b', '5e69a0374b3bcab7',
-          '614ed94f9143d9f2', '626605a404235a00', '6c213f1fa7b3ebac', '778e139ba9b2ec04',
-          '79798a5b64b6d6f4', '79f3782000db1284', '7d8edb32a48fb2aa', '859f90c7009c2085',
-          '860b8fc77fe98b03', '8680ea0d38864d1a', '86b89ae0af066fd6', '86f63ac9077fad16',
-          '89f7ead0c156f32c', '8af8e542a3e99376', '8ed023160dbfda84', '8fbf0655977a86a5',
-          '90195cfa5944dbd7', '9263b3bf986e1efe', '94d31edd2840ee2f', '95a0c3c51b3310db',
-          '960c2adfd409fad3', '988abdc306ad7869', '99c8f5810b1b2195', '9fae791cf25d945e',
-          'ab3b4f0f6d255235', 'b3667e56380506a4', 'b7f46e92d522d96b', 'b886db5e42741b2f',
-          'b9ef7a50d9fa2251', 'bb689a35ce4bc971', 'bc4c1e910eeafc7b', 'bfbfc05f58f10c4c',
-          'c41b633d679ba1dc', 'c53b890b1927ec61', 'c57a36317ab48a1d', 'c5cedbe5690d1dce',
-          'c9ee6f9a8eb8bfaa', 'cd99f1b69ac79bb6', 'd1df4f4dcabc535d', 'd7caf1241fb03fa7',
-          'd801f61751f4ec0b', 'd878d8a676c1c8f2', 'e1ac39b3ae11f9bc', 'e1e96ff0aba5cc77',
-          'e4f2d15589482e7a', 'e58ca5b6ea45371b', 'eb3c4f4715b64465', 'eceba5220acd1b66',
-          'efa80640aceaf6c0', 'f028c10fb4aaabad', 'f1a3ce45b867a660', 'f1bb926eb9fe3fdf',
-          'f3ff0eb929952cc3', 'ffd21e0c343d833c',)),
-        ('the answer is in millions: divide the count by 1,000,000',
-         ('0624817f1e161967', '1bd99ea5cbf8ac75', '1e092618b0c47064', '3689d6875e2b3ae2',
-          '4264b31804148ec6', '5e198b14a059f54d', '6f3c5717f571f237', '85b21a82a2d6bb02',
-          '8ff1655a8b1dea7c', '9bdc81eea553b3a4', '9edb69ff82d6aabb', 'a832c4f6d2665113',
-          'a866ec68f1e0165b', 'c96a462c267dcfe4',)),
-        ('the answer is in millions, not billions',
-         ('04a845ac1e2c63a7', '0c944f7efa112b5c', '15ef2bc74edcc0d8', '1db8c91f9b1f303f',
-          '215649561b2cd580', '2da706584203a78a', '5e4f204a697a2984', '698149622d3ca7e6',
-          '847f4da41424fab2', 'a3cb57ccb15023ec', 'acc8f43595e22b46', 'b89c5d8a8c26cc07',
-          'c9d229797f59b784', 'f48821eb049f972b',)),
-    ),
-    hint='build it from your gpt2_params',
-    decade=2, sign=1,
-)
+TYS1_PARAMS = SEALED['lesson1/tys1_params_millions']
 
-TYS1_EMBEDDING = Sealed(
-    what='tys1_embedding_percent', salt='lesson1/tys1_embedding_percent', kind='number', digits=3,
-    right=('3d2758ab131804e5', '3d3a2dddf7dee8ef', '3effb9fde6d922ce', '5c3661a28943e8d4',
-           '702eb54411b1b3e7', '72e473627bb340f1', '7b9ecfbf5c4db81f', '7bc851851d32bdc9',
-           '7fca275255c0aab0', '8895c895c89d92d2', 'e08ef14cd45a1a68', 'e70ea08852d54028',),
-    mistakes=(
-        ('give a percentage (0 to 100), not a fraction',
-         ('0ee7824f4e856dda', '4b23c9a4f224c926', '687236bf4b1a6f75', '733e195ec9b44589',
-          '8c82d9ed06983418', '9e78c45c716fd2f3', 'a34cc714f6bce3b3', 'af511eae851aea9d',
-          'b12854bdcdfa07bd', 'b9b6981a4c242134', 'd7ce7b087e0de3d9', 'eba1373f1515efd4',)),
-        ('the position embedding is part of the embeddings too (if you did count it, round to '
-         'the nearest whole percent, not down)',
-         ('2a22d3a7bd6b5627', '33205dd7f9cfe1ff', '449712acf063c6b2', '99d4d6d07fe2f9b0',
-          'b4304b645d5077f8', 'c806d759ec8dc8d9',)),
-        ('divide by all the parameters, not by the rest of the model',
-         ('10bad55fe632aa05', '3af6fdb36c228e29', '4aa36d76553e2abe', '50c11db2f8b10adc',
-          '5a4186854a323ed1', '5d11aeb53e11e7b9', '6b11df9147a2cc75', '710515461ccfdb5c',
-          '7aacbe07c183115a', '9b6aa9d0a37e7240', 'c81e8d78dafb733f', 'cb6ec1fddb4afb8c',
-          'cce23627a5c630ff', 'eda80646385cfc2a', 'fadad35ae6d60bc0',)),
-        ('the total counts the tied head twice',
-         ('14a3ed94c7af50ab', '2dc6529dfb7173f5', '74f17f986348d60b', 'ab68a5bce49f926f',
-          'b0ae497095abe669', 'b576cdfe20a6a05b', 'c006e13da6e40c55', 'fa64ec74077c3b4a',)),
-    ),
-    hint='build it from your embedding_share',
-    decade=1, sign=1,
-)
+TYS1_EMBEDDING = SEALED['lesson1/tys1_embedding_percent']
 
-TYS2_BIGGER = Sealed(
-    what='tys2_bigger', salt='lesson1/tys2_bigger', kind='choice', digits=None,
-    right=('2d41a612db348cff',),
-    mistakes=(
-        ("attention has four d_model × d_model matrices; count the feed-forward layer's two "
-         "matrices and their shape",
-         ('dac680fa06248c37',)),
-        ('count the entries of each matrix: the feed-forward ones are 4·d_model wide on one side',
-         ('a58181af945d1f9e',)),
-    ),
-    choices=('attention', 'feed-forward', 'equal'),
-)
+TYS2_BIGGER = SEALED['lesson1/tys2_bigger']
 
-TYS2_FF_SHARE = Sealed(
-    what='tys2_ff_share', salt='lesson1/tys2_ff_share', kind='number', digits=3,
-    right=('24ab708cfd0ce531', '27d1166e8bfba6b3', '2d3d8d58bd26304d', '300b5228b9e526f6',
-           '30b5b3f536c6e892', '3a5aa51da14ba29e', '3e137622155dd833', '523e7b16c1839651',
-           '5677463fcf57509d', '63c68ef25568e0d9', '6b538041bf767553', '919cf625612bc9aa',
-           '91b65d98610cb913', '94fbb4ad3529514e', '97f3508ff9aa7841', '9a581f65eed6defd',
-           'c01bc0a973a14105', 'd2ca9432e7d8b32a', 'd3fa4a3e695ab949', 'd98769e7be20ceeb',
-           'd9c0993c631638c2',),
-    mistakes=(
-        ('that is feed-forward ÷ attention, a ratio; the share is feed-forward ÷ the block',
-         ('1b6c6c2df71726e4', '9bccdf0244675ad7', 'a8dca1cfcfe92431', 'b63d9cafcc66898b',
-          'dceb986c769a0b39', 'de34d3df833da6ea', 'fdf897fe24d0af51',)),
-        ("that is attention's share",
-         ('114fb3f141b48646', '21fa639088eb75e8', '28b9e443bd69569a', '30c8283084bc119a',
-          '3b5f1bc1c7bb9c82', '48e0400bff0512cc', '53b3b5d5feba69b2', '74cedc10504f1c36',
-          '7b124c622bf4bf00', '865a0e300ef07596', 'd32d7db82548b4e1',)),
-        ('the two parts are not equal in size',
-         ('0b90633196fbf266', '1ca11563bea73cdc', '206ffec0e9c90cae', '47ca905e6efa4eb4',
-          '6ba8b6e8267dc9b4', '75b8b64eff367b4d', '86dc5ea569ea9963', '9184c6eaad632f04',
-          'ae231ee7103168a0', 'ba035d72a59ec80b', 'c88243edbc21690b', 'ca6182330f6ec4d8',
-          'd188f38186b2dc93', 'dcfd1ce5b9040966', 'e58b4f4692686e09', 'f245fd5cfa25f864',)),
-        ('give a fraction between 0 and 1, not a percentage',
-         ('02f170fbe6059be4', '0ebd89dc87d84f91', '1235d15c2dbb3fd8', '1670ac04f8038f82',
-          '1ac764fc8fd992a3', '3062d4bfa550b3e1', '3e6090d538cf0452', '430b0d1db27aa242',
-          '4617b3734f7324f5', '48b67198b5e439e7', '4b3de99adcdfc325', '51e03c7b8d29471e',
-          '74d9835e56e6584b', 'a1c56d0b120b398e', 'a2e138024aeb8a56', 'c45e42922cc68346',
-          'e0af03df30390954', 'e964b505fa59bf6b', 'e9bb787a1773811c', 'f5a7448dc960e57b',
-          'fba59398a8eed4bc',)),
-    ),
-    hint='count the weight matrices of each part (section 4)',
-    decade=-1, sign=1,
-)
+TYS2_FF_SHARE = SEALED['lesson1/tys2_ff_share']
 
-TYS3_WIDTH = Sealed(
-    what='tys3_width_factor', salt='lesson1/tys3_width_factor', kind='number', digits=3,
-    right=('4228f1e1dea1bdbf', '6eb0ae4070c5dd3c', '848ada4096a7c050', '89088ee9e591d317',
-           'b9093ffc387f7674', 'd6e6b4e6b2eb91c7', 'dca293c6535f2ed2', 'f3cb36d280ac5f24',
-           'f82cb95b2c2f216b',),
-    mistakes=(
-        ('a d_model × d_model matrix doubles along both sides',
-         ('109f019471fd9d77', '305872ca6eedda20', '3886f6888fcc4219', '8e01e15430e692d0',
-          'c10da113e3f9685a',)),
-        ('block parameters grow with d_model², not d_model³',
-         ('185be4c810d942ae', '21287d373bb6f208', '2304d3edea58998c', '46911fdeb9321438',
-          '4953398973bab01b', '585351a16065c277', '7175b43c158864e5', '75e913f81b894880',
-          'b7f4f4617e2c06a5', 'c0ae78fa77c7c035', 'c15406a18c062b67', 'c9440f143741e892',
-          'ca753ef4f35de78d', 'e2ef0b12fc7381cc', 'ed4147cb74dd89b6', 'f2e114bf00c70fca',
-          'f5c1a5ddc3704672',)),
-        ('doubling d_model grows every matrix in the block',
-         ('0a146a6f032b049f', '15e1d1ecd5a2182e', '25f18d444ec478d3', '4b9d2e265eb7be9b',
-          '6744bc81162aa129', '72083cef8ff060d2', '728c79c6595abcc6', '8f303c2f372b3c09',
-          'a5a4a3f8e4b9f8be', 'c0e0be4b098e49d5', 'ed383c5f6303cee5', 'f968b9bc7c186c9d',)),
-    ),
-    hint='how does a d_model × d_model matrix grow when d_model doubles?',
-    decade=0, sign=1,
-)
+TYS3_WIDTH = SEALED['lesson1/tys3_width_factor']
 
-TYS3_LAYERS = Sealed(
-    what='tys3_layers_factor', salt='lesson1/tys3_layers_factor', kind='number', digits=3,
-    right=('28b18add89a0ff87', '3b6c4b96c5b86dea', '7649fd6af35352c8', 'a8cac5309202c268',
-           'fd1c4fa2c2edb01b',),
-    mistakes=(
-        ('each block keeps its size, but there are twice as many blocks',
-         ('010fa026ad9986a1', '02e334661ea4fe0d', '130dc32d751f6353', '169b988b2cca20dd',
-          '207b3b19cdd53c97', '21d1e2c0f09ffaab', '37298980346b0d1d', '419ef42f0adf1f42',
-          '569c133d05b50686', '56fd91c02115bb64', 'a2fe121d8c47c1e6', 'acd050326943d9c9',)),
-        ('doubling the layers adds blocks; it does not widen them',
-         ('293bd1a15cb9c572', '30a7b9f345090a20', '326422808acfa41d', '5b3113bed6f7a236',
-          '76199d1626d99a07', 'a7ae8ab54e1dad7b', 'ae0ca153eb452ca9', 'd3f4cf1c3a5c2c5b',
-          'dc41e7f12e47e85f',)),
-    ),
-    hint='each block keeps its size',
-    decade=0, sign=1,
-)
+TYS3_LAYERS = SEALED['lesson1/tys3_layers_factor']
 
 
 @builds_on("gpt2_params", "embedding_share")

@@ -26,7 +26,10 @@ from functools import lru_cache
 from typing import Mapping, Sequence
 
 from . import check_sealed
-from .sealed import Sealed
+from .sealed import load as _load_sealed
+
+SEALED = _load_sealed("lesson2")
+"""This assignment's sealed answers by salt (sealed_answers/lesson2.json)."""
 from . import (CheckFailed, _as_number, check_choice, check_equal, check_value, confirm_close,
                is_shown, on_hidden, own_work, watch_calls, withheld)
 
@@ -674,15 +677,7 @@ def check_missing_or_ignored(fn, cases: Sequence[Mapping] = QUERY_CASES,
 # ``python -m course_lib.checks.seal`` from values worked out in a scratch session (salt
 # lesson2/<what>).
 
-RECAP_VERDICT = Sealed(
-    what='recap_verdict', salt='lesson2/recap_verdict', kind='choice', digits=None,
-    right=('decb7121506d86f7',),
-    mistakes=(
-        ('on the repeats the earlier copy is in the input, so the information is there: look at the table of failures by kind',
-         ('3fac5a891948272d',)),
-    ),
-    choices=('missing', 'ignored'),
-)
+RECAP_VERDICT = SEALED['lesson2/recap_verdict']
 
 
 def check_recap_verdict(verdict) -> None:
@@ -693,35 +688,9 @@ def check_recap_verdict(verdict) -> None:
 
 # --- 6. real-world examples ------------------------------------------------------------------
 
-PAPER_D_K = Sealed(
-    what='paper_d_k', salt='lesson2/paper_d_k', kind='number', digits=None,
-    right=('97ffb1fd0b6d4430',),
-    mistakes=(
-        ('that is d_model: each of the h heads gets d_model / h',
-         ('dcf64c30a6a31b27',)),
-        ('that is the number of heads',
-         ('01d0c2c4a5e8a2ea',)),
-    ),
-    decade=1, sign=1,
-)
+PAPER_D_K = SEALED['lesson2/paper_d_k']
 
-PAPER_SCORE_STD = Sealed(
-    what='paper_score_std', salt='lesson2/paper_score_std', kind='number', digits=2,
-    right=('1c604376d5038826', '1d5f9cb910145c72', '3aa5081529e9df75', '59620904f7ebf118',
-           '614eade7b1ced3fd', '7b5bff73e3d5577a', '8023090d41f25607', 'b9df6392cbab110b',
-           'ed40b6223e13fd08',),
-    mistakes=(
-        ('that is the variance of q·k; the standard deviation is its square root',
-         ('10b9abdbe3ea43c0', '3190cd9356e0b044', '3b905c4acf7e5e83', '4c9556161ebbb9a4',
-          '76f1d077bf44ebbf', '80e488f53c5471e4', 'e0d201f213980017',)),
-        ('that is after dividing by sqrt(d_k): measure the raw dot products',
-         ('46b1f03b988411a9', '574f234cb05440a0', '60a176ff800c75f3', '82ad3366aaf166b0',
-          '9daeddddf8c63f11', 'af30dbb0f7fc0118', 'ffb468d84967c176',)),
-        ('that is the scale factor 1 / sqrt(d_k), not a measurement',
-         ('3c6708ca1c5fc345', 'b273dd55837dbf59',)),
-    ),
-    decade=0, sign=1,
-)
+PAPER_SCORE_STD = SEALED['lesson2/paper_score_std']
 
 
 def check_paper(d_k, score_std) -> None:
@@ -780,45 +749,9 @@ QKV_OPTIONS = {
 }
 """The sentences of test-yourself question 1 (the notebook prints them)."""
 TYS1_SEALED = {  # name -> its sealed letter
-    'query': Sealed(
-        what="tys1['query']", salt='lesson2/tys1/query', kind='choice', digits=None,
-        right=('cdf36df49bd36ec7',),
-        mistakes=(
-            ('that sentence describes another of the three vectors: reread the three bullets at the start of section 1, then follow the query through the hand-made example under them',
-             ('110038abb67764a2', '3a777d0cb1ac938c',)),
-            ('where a token sits is what position encodings carry (lesson 4); this question asks what each of the three vectors is for',
-             ('5a74f1f893bc884a',)),
-            ('that is what the output head gives at the end of the model',
-             ('d465aea9427a61ff',)),
-        ),
-        choices=('a', 'b', 'c', 'd', 'e'),
-    ),
-    'key': Sealed(
-        what="tys1['key']", salt='lesson2/tys1/key', kind='choice', digits=None,
-        right=('9d06cea6b618e88a',),
-        mistakes=(
-            ('that sentence describes another of the three vectors: reread the three bullets at the start of section 1, then follow the keys through the hand-made example under them',
-             ('4bfb28f03961c6d6', 'fa5de1eb8d5f96a4',)),
-            ('where a token sits is what position encodings carry (lesson 4); this question asks what each of the three vectors is for',
-             ('5223b2ec723dff0a',)),
-            ('that is what the output head gives at the end of the model',
-             ('0518ceda50b0e014',)),
-        ),
-        choices=('a', 'b', 'c', 'd', 'e'),
-    ),
-    'value': Sealed(
-        what="tys1['value']", salt='lesson2/tys1/value', kind='choice', digits=None,
-        right=('06c91f496ab86f53',),
-        mistakes=(
-            ('that sentence describes another of the three vectors: reread the three bullets at the start of section 1, then follow the values through the hand-made example under them',
-             ('8c4f4a6b4ecf26a1', 'b68901e045981ba8',)),
-            ('where a token sits is what position encodings carry (lesson 4); this question asks what each of the three vectors is for',
-             ('b84c40114c69f998',)),
-            ('that is what the output head gives at the end of the model',
-             ('a774623df0883e4a',)),
-        ),
-        choices=('a', 'b', 'c', 'd', 'e'),
-    ),
+    'query': SEALED['lesson2/tys1/query'],
+    'key': SEALED['lesson2/tys1/key'],
+    'value': SEALED['lesson2/tys1/value'],
 }
 
 
@@ -842,19 +775,7 @@ SCALE_REASONS = {
 """The options of test-yourself question 2."""
 
 
-TYS2_REASON = Sealed(
-    what='tys2_reason', salt='lesson2/tys2_reason', kind='choice', digits=None,
-    right=('6b6e763241dc2953',),
-    mistakes=(
-        ('the softmax makes the weights sum to 1, with or without the scale',
-         ('be79073e11ece6d6',)),
-        ('dividing adds work; it does not save any',
-         ('d1427206a12944da',)),
-        ("that is the causal mask's job",
-         ('d37b92a4e20f6e99',)),
-    ),
-    choices=('a', 'b', 'c', 'd'),
-)
+TYS2_REASON = SEALED['lesson2/tys2_reason']
 
 # The two measured figures are sealed with their Monte-Carlo tolerance: five standard errors of
 # the difference of two independent means of 10,000 draws (:func:`_mc_tolerance` of the
@@ -863,72 +784,9 @@ TYS2_REASON = Sealed(
 # asks (off by at most 0.005).  Sealed as mistakes: the module text's figures, the swapped
 # pair, and each figure rounded further (to one decimal, or to a whole number when that is
 # not 0), which gets "give two decimals" rather than a wrong-measurement hint.
-TYS2_UNSCALED = Sealed(
-    what='tys2_unscaled', salt='lesson2/tys2_unscaled', kind='number', digits=3,
-    right=('07c89ffae8d6aa5c', '0affc78ba751f422', '20df4e9e1f0d5a30', '22c2e7a7cdf00e7e',
-           '2a7d9fcf94a5e8b4', '30644f1c1ef6b6c6', '40df78b6eb335892', '587f8747c0e037b1',
-           '5abb804bb71f8a64', '5afed99888e7271a', '6672587f576a14aa', '71c6487d7c6a21da',
-           '7a58af5d1e8f2613', '8175daf99d71f49a', '8d9197e09a47fd76', 'aabba5ef687504fe',
-           'ddc723bc19d56e94', 'e8688de87385fda1', 'ea1d927747144ae5',),
-    mistakes=(
-        ("that is the module text's figure, which our measurement does not reproduce: give the value your mean_largest_weight measures",
-         ('00e4c6c72396a549', '0ebfc9e399c7aa0b', '27c5998415fb856e', '34d86cb3ef8cbc0a',
-          '4c0a07b8f81a2422', '4fd48c406b5c0c2f', '5bdaa1a90c4271e1', '617682f3f5c8c2c0',
-          '72d74b03675c3fc8', '739e328d736c7f87', '87c253bce034a881', '9f7cb0909db65b6c',
-          'd004624684738aa5', 'e050ad51424de6cc', 'e19a978c31cb6865', 'fb079965fff1ce72',)),
-        ('that is the other case: the two figures look swapped',
-         ('0e290e954c6e4ab4', '490cdf3ea4bc7552', '80c3080c72f2043f', '88269f783fc9a781',
-          'a02829e45a2e23c6', 'bcc9ef381ca9b61f', 'ea3fb144435c81a8', 'f889ba76fc398ade',)),
-        ('that looks rounded too far: give two decimals (the check allows for Monte-Carlo error, under 0.01 here, and one decimal is coarser than that)',
-         ('121eb5c48de42ed5', '14511d046cfdfb96', '1a1c4eed54f9e12e', '24f15542fd122252',
-          '289a008f0d0bf400', '2b593300a8c00099', '4078dbe3aff96eea', '415a174b148e2c3d',
-          '745ce6eac2f2dd40', '76930818798cdacd', '7ffd9da89b94225d', '80dbaf72aa706102',
-          '84a2bc7caf5d4409', '8cfe39d5ba874cfc', '8e1d4b66dcbc756d', '929652061ac900b4',
-          '96fc22d1bf04ce1d', 'a102d5587cd03a38', 'a2f0c1c167e364e5', 'a9eec0af7810903b',
-          'b22782d927dc72f6', 'bb5502a375231b42', 'be7cb65b2020b15e', 'beb1d3c6b45359b4',
-          'cbb24fb37ca481c8', 'd36c9f7277e30ee6', 'daf30d452541a398', 'ec36a5ea0e0bf0b2',
-          'f139d5ba5e93d59e', 'fb0a5fc9e87f2c89',)),
-    ),
-    hint='measure it with your mean_largest_weight(256, 8, scaled=False) (10,000 draws, seed 0) and give two decimals: this is off by more than Monte-Carlo error',
-    decade=-1, sign=1,
-)
+TYS2_UNSCALED = SEALED['lesson2/tys2_unscaled']
 
-TYS2_SCALED = Sealed(
-    what='tys2_scaled', salt='lesson2/tys2_scaled', kind='number', digits=3,
-    right=('1c89ad194c1476fe', '2739dcf87f5a906f', '2998417897b7f2d2', '35cd0b16e96df99c',
-           '3c86c7289e1580e9', '53db7c9f72977d51', '5a75755623a62302', '6708a008265c376d',
-           '688eed2539e0c8f7', '69f740c769e6a385', '7163dfa5cefaec5a', '7860862cb6651a7c',
-           '79ab415b83c07d6a', '823651f4db2c82f6', 'c464a7e9e8986eaf', 'c8bd1170af6c71cd',
-           'd55a57503bfa1afd', 'df6dc1c265f4a004',),
-    mistakes=(
-        ("that is the module text's figure, which our measurement does not reproduce: give the value your mean_largest_weight measures",
-         ('292f24018d28bc39', '31d5e681b88b8278', '32cf7557f9d12a17', '35239cadc3f1e1e2',
-          '35a7f73057caed8d', '3d2e57dd79dd8320', '402610ed9b98d5e7', '4e7fda9d6d2a8247',
-          '4edbbd24e94e08b2', '6c0ea37f5a8a6231', '6c7952575d6fc8dc', '6ff98194d2066738',
-          '7fb802782b3e9e9d', '8fc1d9375bf434fe', 'a0a72f8c3c751fa0', 'a477f3b54da7221b',
-          'd1d2444b893a939a',)),
-        ('that is the other case: the two figures look swapped',
-         ('004528517c0e6bc8', '00e11f58c2fb5015', '18f6074af0ff5d46', '1b81470b6d24d2c6',
-          '29cb6f68cba48a77', '2a6940048cdd2053', '31c40be9585439e7', '3875c9d0c8678a7e',
-          '3dad0d144db4d7a1', '418adc3572c04ac1', '41eadef1bc8fc123', '445fa41f57445833',
-          '49aaafcb412b2ae2', '4c0a15f94b31fc2c', '57206f1db0f50bf8', '5e2409608487c2f7',
-          '5e3d02d972da86ba', '6af5c61cd14aa5c9', '6f4b54eb77b7241a', '7d7688469e836b10',
-          '7fa6f5f207cd91a6', '8d42eb2a6acd5ac1', '988b75f85a18f3b3', '9a863c2100e00538',
-          'a1afe1a6da0a4afc', 'a1eb565b2efeeeb2', 'adb39a40c5a41820', 'bfe9d95f4edb4bbc',
-          'c010e0c9fce0ba11', 'c034ab89e16c7b3c', 'c11484dcdd6702e8', 'cc9d377109bbe379',
-          'd25c6f47f94b9376', 'd48a09fc514a3fd0', 'def53da8d5813e21', 'df70016e96e2ec84',
-          'e971b23ee4ddfc50', 'eba67c1421da7c36', 'f41aa9a738799129', 'f4e2e8fa6a7a5ff4',
-          'f6c1307994ef7c38', 'f84a313fc1cb88f8', 'f8c9bc560b183137', 'fc0a33c6bc9c0aa3',)),
-        ('that looks rounded too far: give two decimals (the check allows for Monte-Carlo error, under 0.01 here, and one decimal is coarser than that)',
-         ('2400ee2d649e4626', '24bff09e3d477d9b', '36d94389bb7a50d3', '397c34caa0743dc4',
-          '496e3d9cc65a3963', '4ac432e0048d17af', '5531b05f23dec6f7', '557fe635b52359a0',
-          '5718c7564bb5a3de', '5d6705b2b01a0284', '7561ce7fffd8a12f', '7fb81bce8750335b',
-          '8073714cea4ccf11', 'a0a1896478f7702c', 'a2af0f895e06a089', 'ba2ceb913199301e',
-          'c8580a6485dc275c', 'de7dd673e6784f7f', 'fcd9467f478bc5b2',)),
-    ),
-    hint='measure it with your mean_largest_weight(256, 8, scaled=True) (10,000 draws, seed 0) and give two decimals: this is off by more than Monte-Carlo error',
-    decade=-1, sign=1,
-)
+TYS2_SCALED = SEALED['lesson2/tys2_scaled']
 
 
 def check_tys2(reason, unscaled, scaled) -> None:
@@ -957,33 +815,9 @@ WITHOUT_MASK = {
 """The options of test-yourself question 3."""
 
 
-TYS3_MASK_DOES = Sealed(
-    what='tys3_mask_does', salt='lesson2/tys3_mask_does', kind='choice', digits=None,
-    right=('fd05022dd68ba54e',),
-    mistakes=(
-        ('reread the start of section 3: which keys may query i attend to, and which are hidden from it?',
-         ('a63be768f9763589',)),
-        ('reread the start of section 3 and Exercise 3: what may a token do with its own key?',
-         ('97cf1db380487dfa',)),
-        ('that is a different step of attention: section 3 says what the mask is for',
-         ('f4b9c704e102d42e',)),
-    ),
-    choices=('a', 'b', 'c', 'd'),
-)
+TYS3_MASK_DOES = SEALED['lesson2/tys3_mask_does']
 
-TYS3_WITHOUT = Sealed(
-    what='tys3_without', salt='lesson2/tys3_without', kind='choice', digits=None,
-    right=('9ebc532eda073144',),
-    mistakes=(
-        ("reread section 3's experiment: compare the two training losses it printed, then the table of generated tokens",
-         ('ce7f12e093be4116',)),
-        ("reread section 3's experiment: the table compares the two models on the same prompts; what differs between them?",
-         ('c656f70c8118618e',)),
-        ("reread section 3's experiment: the table says how many generated tokens each model got right",
-         ('ded7b8b8875b806e',)),
-    ),
-    choices=('a', 'b', 'c', 'd'),
-)
+TYS3_WITHOUT = SEALED['lesson2/tys3_without']
 
 
 def check_tys3(mask_does, without) -> None:

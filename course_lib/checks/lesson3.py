@@ -35,7 +35,10 @@ from ..compression import (chain_task, load_chain_model, neuron_scores, prune_fe
 from ..params import block_params
 from ..shapes import gpt2_shape, llama_shape
 from . import check_sealed
-from .sealed import Sealed
+from .sealed import load as _load_sealed
+
+SEALED = _load_sealed("lesson3")
+"""This assignment's sealed answers by salt (sealed_answers/lesson3.json)."""
 from . import (CheckFailed, check_choice, check_close, check_value, is_shown, on_hidden,
                own_work, watch_calls)
 
@@ -700,61 +703,17 @@ def check_compression_report(fn, cases: Sequence[Mapping] = REPORT_CASES) -> Non
 # share rounded to two decimals passes).  Regenerate with ``python -m course_lib.checks.seal``
 # from values worked out in a scratch session (salt lesson3/<what>, lesson3/<what>/<part>).
 
-TYS_NEW_BLOCK_REASON = Sealed(
-    what='tys_new_block_reason', salt='lesson3/tys_new_block_reason', kind='choice', digits=None,
-    right=('867146ae6938fb68',),
-    mistakes=(
-        ('small is not nothing: a block with small random weights still changes every prediction a little, and you measured exact equality',
-         ('2d4a9d78258c6a36',)),
-        ("the norms rescale each part's input, not the stream itself: what a part writes is added to the stream unnormalised",
-         ('d711bbd5e20198df',)),
-        ('the causal mask limits which positions attention reads, not whether a block changes the stream',
-         ('6a03844e6dcf82e0',)),
-    ),
-    choices=('a', 'b', 'c', 'd'),
-)
+TYS_NEW_BLOCK_REASON = SEALED['lesson3/tys_new_block_reason']
 
 TYS_NEW_BLOCK_ZEROED = {  # part -> its sealed "yes" (zero it) or "no"
-    'norm_1': Sealed(
-        what="tys_new_block_zeroed['norm_1']", salt='lesson3/tys_new_block_zeroed/norm_1', kind='choice', digits=None,
-        right=('a8997a20ce2daee8',),
-        choices=('yes', 'no'),
-    ),
-    'attn.q_proj': Sealed(
-        what="tys_new_block_zeroed['attn.q_proj']", salt='lesson3/tys_new_block_zeroed/attn.q_proj', kind='choice', digits=None,
-        right=('5d0b6f18da1d6eac',),
-        choices=('yes', 'no'),
-    ),
-    'attn.k_proj': Sealed(
-        what="tys_new_block_zeroed['attn.k_proj']", salt='lesson3/tys_new_block_zeroed/attn.k_proj', kind='choice', digits=None,
-        right=('8c2c7d60c762d141',),
-        choices=('yes', 'no'),
-    ),
-    'attn.v_proj': Sealed(
-        what="tys_new_block_zeroed['attn.v_proj']", salt='lesson3/tys_new_block_zeroed/attn.v_proj', kind='choice', digits=None,
-        right=('136bf22ae693e43f',),
-        choices=('yes', 'no'),
-    ),
-    'attn.out_proj': Sealed(
-        what="tys_new_block_zeroed['attn.out_proj']", salt='lesson3/tys_new_block_zeroed/attn.out_proj', kind='choice', digits=None,
-        right=('57893cf66b3197fd',),
-        choices=('yes', 'no'),
-    ),
-    'norm_2': Sealed(
-        what="tys_new_block_zeroed['norm_2']", salt='lesson3/tys_new_block_zeroed/norm_2', kind='choice', digits=None,
-        right=('ae03a85da6ad7c46',),
-        choices=('yes', 'no'),
-    ),
-    'mlp.up': Sealed(
-        what="tys_new_block_zeroed['mlp.up']", salt='lesson3/tys_new_block_zeroed/mlp.up', kind='choice', digits=None,
-        right=('32f72456e76c0027',),
-        choices=('yes', 'no'),
-    ),
-    'mlp.down': Sealed(
-        what="tys_new_block_zeroed['mlp.down']", salt='lesson3/tys_new_block_zeroed/mlp.down', kind='choice', digits=None,
-        right=('c138bc15b13844c7',),
-        choices=('yes', 'no'),
-    ),
+    'norm_1': SEALED['lesson3/tys_new_block_zeroed/norm_1'],
+    'attn.q_proj': SEALED['lesson3/tys_new_block_zeroed/attn.q_proj'],
+    'attn.k_proj': SEALED['lesson3/tys_new_block_zeroed/attn.k_proj'],
+    'attn.v_proj': SEALED['lesson3/tys_new_block_zeroed/attn.v_proj'],
+    'attn.out_proj': SEALED['lesson3/tys_new_block_zeroed/attn.out_proj'],
+    'norm_2': SEALED['lesson3/tys_new_block_zeroed/norm_2'],
+    'mlp.up': SEALED['lesson3/tys_new_block_zeroed/mlp.up'],
+    'mlp.down': SEALED['lesson3/tys_new_block_zeroed/mlp.down'],
 }
 
 
@@ -790,42 +749,9 @@ def check_tys_new_block(reason, zeroed) -> None:
                           "that stops the block from learning)")
 
 
-TYS_LONG_REASON = Sealed(
-    what='tys_long_reason', salt='lesson3/tys_long_reason', kind='choice', digits=None,
-    right=('2ebd1045f314740f',),
-    mistakes=(
-        ('the cut changed weights, not the memory a long input needs; the point is what the long task asks of those weights',
-         ('443c650b5cbd96fa',)),
-        ('the short test in this lesson ran every fact; it was not noisy, it was too short',
-         ('4dde3d3ccde1b09e',)),
-        ('this lesson cut the feed-forward layer, which every position of every task goes through',
-         ('04f0a9ed0a479a66',)),
-    ),
-    choices=('a', 'b', 'c', 'd'),
-)
+TYS_LONG_REASON = SEALED['lesson3/tys_long_reason']
 
-TYS_LONG_SHARE = Sealed(
-    what='tys_long_eight_step_share', salt='lesson3/tys_long_eight_step_share', kind='number', digits=3,
-    right=('1a4f407ea29a1db7', '47892cd52d0ec388', '75b6e9b626ed8806', '8526b254d4fb6e83',
-           'cb972fa12079dcb7', 'f9153706479cc4a3',),
-    mistakes=(
-        ('an item needs all 8 facts right: multiply the chances, 0.98 × 0.98 × ...',
-         ('00fbd6c3e9581c75', '13f6e74a9bb06ea8', '71a7db238d5f5b3a', 'da4be7a85513bc09',
-          'f7cf73bb53b9aed6',)),
-        ('1 − 8 × 0.02 is only an approximation; multiply the chances',
-         ('356235c11656848d', '504638a6b409d779', '6adf1f5129fba8f0', '88dac77b7ef0b663',
-          '97524ece28e1ac10', 'bf866ade5aabed43', 'e240183d2e6b91c2',)),
-        ('that is one step; an 8-step item needs 8 facts right',
-         ('09ce3a78da3b228e', '448d8badc2501a78', '50cdb742a18080ea', '5fa122d8c1b7048a',
-          'c151e63c524ac8aa', 'cc09af4c38b89ab9', 'd1e3e613e688fbd6',)),
-        ('that is the chance that all 8 are wrong',
-         ('4e06662309085019', '825639f77ce2988e', 'ba8d1546164e65a8',)),
-        ('give a fraction between 0 and 1, not a percentage',
-         ('2dea01f9f9c78329', '466c547a3f629438', '52b15194693100ad', '6d7a9ffb55b179a8',
-          'b8695cb6070c6af9', 'bff357409a265c7b',)),
-    ),
-    decade=-1, sign=1,
-)
+TYS_LONG_SHARE = SEALED['lesson3/tys_long_eight_step_share']
 
 
 def check_tys_long_tests(reason, eight_step_share) -> None:

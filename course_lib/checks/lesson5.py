@@ -30,7 +30,10 @@ from ..params import count_params
 from ..shapes import ModelShape
 from ..units import GB, GiB
 from . import check_sealed
-from .sealed import Sealed
+from .sealed import load as _load_sealed
+
+SEALED = _load_sealed("lesson5")
+"""This assignment's sealed answers by salt (sealed_answers/lesson5.json)."""
 from . import (CheckFailed, builds_on, check_choice, check_close, check_value, is_shown,
                on_hidden, own_work)
 
@@ -486,53 +489,9 @@ HOLDS = ("keys and values", "keys", "queries, keys and values", "attention weigh
 # module's round figures and course_lib's exact counts for a 7B shape both pass), the recap's
 # requests exact.  Regenerate with ``python -m course_lib.checks.seal`` (salt lesson5/<what>).
 
-TYS1_HOLDS = Sealed(
-    what='tys1_holds', salt='lesson5/tys1_holds', kind='choice', digits=None,
-    right=('ce9fa8e4b275b2c1',),
-    mistakes=(
-        ("the values are kept too: every later token's weighted sum reads them",
-         ('8c89d04700c8376e',)),
-        ("a token's query is used once, at its own step; later tokens never read it, so it is not kept",
-         ('95dc7e51c2d818be',)),
-        ("the weights change with every new query; what later queries read is the earlier tokens' keys and values",
-         ('ef48979227131996',)),
-    ),
-    choices=('keys-and-values', 'keys', 'queries,-keys-and-values', 'attention-weights'),
-)
+TYS1_HOLDS = SEALED['lesson5/tys1_holds']
 
-TYS1_CACHE_GIB = Sealed(
-    what='tys1_cache_gib', salt='lesson5/tys1_cache_gib', kind='number', digits=3,
-    right=('06c9d11c0eeba0f6', '0db6d4c663cc6184', '2bc048070dce82c4', '423404f68b87a4fb',
-           '4adae3c594d1afc2', '57d828765210bf38', '74e5f0e4783f63e2', '8569b3d6a0630ca9',
-           '98a5ade961a6d734',),
-    mistakes=(
-        ('that is in GB (10^9 bytes); the question asks for GiB (2^30 bytes)',
-         ('1f4f8e087207b9fd', '677312479e769b91', '742349a8d5bdccb9', '8d7f0c4401ef92d4',
-          '8fe3b68c869c6b70', 'a328137c24c954f2', 'da32b516f85f0690', 'e02a1dee55b6c67b',
-          'e3f5415e0504de0c', 'f12a4880662037d3',)),
-        ('a key and a value per token: a factor 2 is missing',
-         ('654b677445f50ad8', '92319ae7fe399e61', 'b7b4cf3d6ac93454', 'bff1ee1822167721',
-          'e23019d7cb65ff0d',)),
-        ('16-bit is 2 bytes a number, not 4',
-         ('1efad03484231db7', '3e226c9ad3e708f0', '41d9893ef33fd913', '5629072639b262ec',
-          '77ff10b69cb74bc4', '7d4ad782fd841898', '7f0fbce4cbfd9d68', '9b31ed05b7e7c811',
-          'b11b7ab08810da7d', 'b1867193d4cdbf0f', 'b40a8531e5a7a35c', 'c666002e9a52785d',
-          'cb0e54779cecbf03', 'e58dd22c66d6a330', 'e9914004d8244072', 'ec2ff453edf4643c',
-          'fc7d2aad2b5d797a',)),
-        ('that counts bits; the question asks for bytes (in GiB)',
-         ('0bba137f6f62b5c2', '0ef5b135b7db060a', '2d1551d66035a16c', '2e5bfef0e7bd640f',
-          '334c01b0c1190b87', '4ee9a2ed3677db96', 'ac6c1d5fc3ce5447',)),
-        ('that is in bytes; divide by 2^30 for GiB',
-         ('333594baea2ba67d', '4135b2e513c2df61', '4267a8d6549cc72f', '5edbc536d0ca3da8',
-          '919bc67079da7145', 'a2eb317b716f7726', 'bb1701be5ea7642c', 'c090979a508f2458',
-          'c170a093e98bd96a', 'f2153b37d438d647',)),
-        ('that is in MiB; divide by 2^30 for GiB',
-         ('065fcfdc50327b0b', '185aa955218c2873', '24ec253a8da928cc', '2cb5f8f16a5e01e8',
-          '3a01e85145b55f17', '474c14f530c8b597', '4c6ab4510cb5dcc4', '8c04410cfe3dfed6',
-          'c267d6bdde33cc7e',)),
-    ),
-    decade=0, sign=1,
-)
+TYS1_CACHE_GIB = SEALED['lesson5/tys1_cache_gib']
 
 
 def _choice(x, what: str, options) -> str:
@@ -554,96 +513,13 @@ def check_tys1(holds, cache_gib) -> None:
 BOUNDS = ("memory", "compute")
 
 
-TYS2_DECODE = Sealed(
-    what='tys2_decode_flops_per_byte', salt='lesson5/tys2_decode_flops_per_byte', kind='number', digits=3,
-    right=('04776b543886fccc', '0b085779ece3a158', '1851c3616a5f68d1', '1cd1e3157e32cead',
-           '21478ba83414f3fb', '23a68b441d86a148', '23dd2a9df3e7a594', '24f89cabd874edab',
-           '35266314f01f3559', '36c95ff589b54bf7', '37b1fc761a7dc756', '422ed6ea24a9cdfe',
-           '48a1ab6e463edfaa', '49199cb2d7cee758', '4c4ea0f40d7cf13e', '4cec5fcbf2c89654',
-           '51f1947fdc7286f2', '53e557b94daf07a0', '6927ee6a9f118ee4', '7296801b608a8c04',
-           '798651b0e588e016', '7fe485f6cb0a4ee9', '87787a8a1bf0d8cd', '90654d3dc48256db',
-           'a5bba0ff3c323ee5', 'bfcf6d7e4942f418', 'c5d84729895cbb05', 'c7e2e39a22128c67',
-           'cdc52bac6d1b7c2e', 'd3937f63837401dc', 'd63f13e4ba88a6d9', 'd769af7a33f55622',
-           'f6ae6d4c1618073c', 'f94105fa2e972ad2',),
-    mistakes=(
-        ('that counts multiply-adds; FLOPs = 2 × multiply-adds',
-         ('0a65f01368830c4e', '0b64a27164f43451', '1aa1d57849677acc', '1d6aedef186d4cff',
-          '362e778a33f08047', '42f9f0991ac62cd3', '4e8082c350949eeb', '571c97f935b25964',
-          '64a40eff38d82a10', '6848846462a85b5a', '6ddf9f1fbb286a5c', '752b42a625ea167e',
-          '795ae12184523eb6', '80bbb96952b58215', '85ff48c87fc5e258', '94be581d09f5d82a',
-          '9d586c989cd7853f', '9f70c2ec7101afc8', 'ac23b16d2c41f4a5', 'ac65ff58efa8d049',
-          'ad412dd7c4c35c92', 'bb55e5b1252c3fe2', 'bfb889cee06a6d55', 'cd9ec2d9b4daeedf',
-          'd199be8e60855f35', 'd24d8274ca630db4', 'd42a4247cf20a072', 'e69bbc5313de07f1',
-          'ee323983e1350961', 'f0b457f1e13f9db1', 'fdcc6993696cb581',)),
-        ('that divides by bits, not bytes',
-         ('029619328afad6ca', '0bbceea5466a8484', '23f89f10053f7559', '2c53d33548970402',
-          '595c994f8319a720', '6282846092051531', '857f188d0c68e933', 'aa5baf4fcfd7dd92',
-          'e2687370a0eddcc4',)),
-    ),
-    decade=0, sign=1,
-)
+TYS2_DECODE = SEALED['lesson5/tys2_decode_flops_per_byte']
 
-TYS2_PREFILL = Sealed(
-    what='tys2_prefill_flops_per_byte', salt='lesson5/tys2_prefill_flops_per_byte', kind='number', digits=3,
-    right=('020d42eedf5c2f26', '06465566329938ca', '0ee8684c1e1b9c95', '11c0aa1c5ecc1199',
-           '1636b9b587f512cc', '188f3ca83efbad77', '27e13c4a75477e0b', '3fb0165afc242c21',
-           '66473b76475eadbc', '6fe1a2c5e4158baf', '76d9cc3e1a8ee787', '813a30244d1d183d',
-           '8518f54eaad55799', '8cac6e3074772536', '8ce53c7ca7532150', '8d37884bd69a3741',
-           'b711d02c4156ae23', 'b8885c999434f1fe', 'b958ad69b3a77b31', 'ce9a73e011599d15',
-           'dc83bcb843e71405', 'dd8e8deb2ca63773', 'de72d95633fabc75', 'e02bf8a2e7f245ea',
-           'e469e03cef5f3079', 'eb4451af55f0c2e9', 'ef8a4656a2783960', 'f49b2abfc6d12040',
-           'f704ec67c82fcb76', 'f7883b5c26c72110', 'fdb1fc84ca977c47',),
-    mistakes=(
-        ('that counts multiply-adds; FLOPs = 2 × multiply-adds',
-         ('060751400e375e40', '128fb6eb8ecedd7e', '1c2316062bdab9da', '1d2e324d68e16102',
-          '2bae691cf94809a6', '34e0f711b307e044', '4a0ebb3f25ee6752', '5cde0a7e128d7d48',
-          '631061895709f66d', '6dae2c4359e0ee2b', '752f4ceae7c0fc37', '81b517c0c5dfbd36',
-          'b0ffc599ad45f73a', 'd27dba28b3773809', 'dc14e7f1f06ed642', 'e170c037999050c2',
-          'f953cdc0ac4e4399',)),
-        ('that divides by bits, not bytes',
-         ('048a934f953e5c74', '1171239f24912171', '143897a39bf4cfb3', '21ffdbb0051e3a9d',
-          '26dac4c9db697ce9', '33cf80a698010c6a', '34c9e911c4582cea', '3c902ef5795ba64a',
-          '3fdf679668b97693', '490884fac8a4e572', '4f3010f2fed91008', '514ff05295132c9d',
-          '5457f5680224491d', '56a9816464241283', '5b3065a8f092d060', '6bfd5b143f8aa465',
-          '6cb2b5bf0027e1cc', '70ac46d3bcf58d26', '7a5e3b62f9f0af11', '81038ff365d4691c',
-          '8888202e8e390a22', '8c22acf33072dd50', '932c08a6b99cc957', '9ea3522927858398',
-          'a5fa411ec6fb1889', 'a907afcf260c8e62', 'ca762c9339effad3', 'cb83c8f834a4b93d',
-          'cc5a651a2e7ccb2a', 'd2af030efd7056ce', 'd4620b079d725bd0', 'd7cd936df937c6e9',
-          'db95638ddc2b91a8', 'df2f9ae62b7e0458', 'f1ad3aae1ce9af0c', 'f4e07e350d306ed1',
-          'fb7e06e4059da6f7', 'fce416607398033c', 'fd65b0adaaca1528',)),
-        ("each weight read in the prompt's pass serves all 512 tokens",
-         ('00c46c4f464e3fde', '026a9a049383add6', '071fbb4b3c7083f4', '232105f8fe681d32',
-          '29b2562eb69ca48c', '2efb5956b1a86503', '2f4d7712e737bc03', '2fe6dc7087f569cd',
-          '42929a682de9d7eb', '435c7af39e4cbb83', '46ba0812cdd97b64', '47e8ae0d675c3563',
-          '62b51e25fb03e8ee', '68b6c2c077b73241', '72127305ad4936a3', '7ba70798c48f00bb',
-          '875d13330af17c86', '8a7246ca7e66bf3e', '8bda00789ba4afd7', '8d5c69b9d564c58c',
-          '90c29a72cfffbe55', 'a6707a5cfe6af984', 'b055fb9409b096f2', 'bba45141758ef354',
-          'bc23bc9aedf76d93', 'c38099cdb39957a4', 'ca8549e7d4be1b0a', 'd03d6a936e156fe6',
-          'daaa0128bed7e797', 'df2233b7bb592952', 'e2597f9167301e4e', 'e3bf8fd8ee538031',
-          'e7a58b7bb6a4d96d', 'f7bc41cb05792485',)),
-    ),
-    decade=2, sign=1,
-)
+TYS2_PREFILL = SEALED['lesson5/tys2_prefill_flops_per_byte']
 
-TYS2_DECODE_BOUND = Sealed(
-    what='tys2_decode_bound', salt='lesson5/tys2_decode_bound', kind='choice', digits=None,
-    right=('ac7088a99dcad275',),
-    mistakes=(
-        ("one decode step does few FLOPs per byte it reads, far fewer than the A100's ridge point (about 153), so it waits on memory",
-         ('9450651735bdbf76',)),
-    ),
-    choices=('memory', 'compute'),
-)
+TYS2_DECODE_BOUND = SEALED['lesson5/tys2_decode_bound']
 
-TYS2_PREFILL_BOUND = Sealed(
-    what='tys2_prefill_bound', salt='lesson5/tys2_prefill_bound', kind='choice', digits=None,
-    right=('da2b71b63dd06917',),
-    mistakes=(
-        ("a 512-token prefill's FLOPs per byte are beyond the A100's ridge (about 153): the arithmetic, not the reading, takes the time",
-         ('b8d5bd6adbfc1c56',)),
-    ),
-    choices=('memory', 'compute'),
-)
+TYS2_PREFILL_BOUND = SEALED['lesson5/tys2_prefill_bound']
 
 
 def check_tys2(decode_flops_per_byte, prefill_flops_per_byte, decode_bound,
@@ -660,33 +536,9 @@ def check_tys2(decode_flops_per_byte, prefill_flops_per_byte, decode_bound,
 
 # --- recap ----------------------------------------------------------------------------------
 
-RECAP_REQUESTS = Sealed(
-    what='recap_requests', salt='lesson5/recap_requests', kind='number', digits=None,
-    right=('e85688b0cd2e5d60',),
-    mistakes=(
-        ('the weights must fit too: subtract their bytes from the memory first',
-         ('520d2c676d9c86ab',)),
-        ('the memory is in GiB (2^30 bytes), not GB (10^9 bytes)',
-         ('aa9a3ad84201edf2',)),
-        ('the cache keeps keys and values: its size has a factor 2',
-         ('9b2be4531f8284b0',)),
-        ('count whole requests: round down, a request does not fit in part',
-         ('a265e59cd625222e',)),
-        ('the weights are n_params × bytes_per_number bytes',
-         ('1c3490b959b0120d',)),
-    ),
-    decade=1, sign=1,
-)
+RECAP_REQUESTS = SEALED['lesson5/recap_requests']
 
-RECAP_BOUND = Sealed(
-    what='recap_bound', salt='lesson5/recap_bound', kind='choice', digits=None,
-    right=('0e5a7c46105df831',),
-    mistakes=(
-        ("compare the batch that fits with the decode batch at the A100's ridge point: a batch that small still does few FLOPs per byte of weights",
-         ('10871b023f38d98e',)),
-    ),
-    choices=('memory', 'compute'),
-)
+RECAP_BOUND = SEALED['lesson5/recap_bound']
 
 
 def check_recap(requests, bound) -> None:

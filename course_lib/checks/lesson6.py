@@ -30,7 +30,10 @@ from ..params import (attention_params_per_layer, count_params, mlp_params, norm
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import check_sealed
-from .sealed import Sealed
+from .sealed import load as _load_sealed
+
+SEALED = _load_sealed("lesson6")
+"""This assignment's sealed answers by salt (sealed_answers/lesson6.json)."""
 from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_value, confirm_close,
                is_shown, on_hidden, own_work, watch_calls)
 
@@ -518,57 +521,7 @@ def check_four_sizes(fn, cards: Sequence = (MIXTRAL,),
 # to three significant figures passes), whole numbers exact.  Regenerate with
 # ``python -m course_lib.checks.seal`` (salt lesson6/<what>).
 
-LLAMA2_70B_SAVED = Sealed(
-    what='llama2_70b_saved_gib', salt='lesson6/llama2_70b_saved_gib', kind='number', digits=4,
-    right=('054c82b5bb80a354', '0d8dad2bfde7392f', '1063715694861347', '10fac403340f686e',
-           '187f8bd22d694ba8', '209eff1593766bc2', '32561da52fc2243f', '3ed707add1fc6470',
-           '42c23ff6215e94f9', '4f88f0bbf1d884f2', '5006466f5ae6af84', '5db107e139069dbe',
-           '6b96d23599742527', '6d713f48ec02334a', '6f03b1b0e34b7aa7', '7c8d6defffa27f73',
-           '8034a7836eeabc1c', '8931184753005c3a', '8d6c31141fb9e0e0', '8ebe3e98aa89f400',
-           '8f2455802e47de2c', '90b487d2b16922c5', '928d706ce98a1eec', '949609d54566226a',
-           '98d50d160e28dbc9', '9dcd31b5b4c7b48e', 'a13fb5be624de491', 'a343a633667de0fe',
-           'a3f0950afefa785d', 'a87aee5a63e852b1', 'bd196e8acf431157', 'cd34704aafaaea14',
-           'd27beaeb89c7c95a', 'd3891d60a48716d9', 'd8afbe2b157579e7', 'db32abfea027c6f7',
-           'e11d43c79d2349d3',),
-    mistakes=(
-        ('that is in GB (10^9 bytes); the question asks for GiB (2^30)',
-         ('0509cb5dd26e6ba5', '0dbc95c282b4e50e', '124625c552479ad2', '1de5f2a88ec5197c',
-          '220a52422704f74d', '27cac84860cabf60', '2867735286c73c06', '291330c0bed759ee',
-          '29e054cadc7a4488', '3514ef7fe530a6d1', '4a704e8cee7fd442', '4b1aea77c085c615',
-          '4f1068e552aa18d4', '55b662c71dc0344f', '66390a16805242de', '6af0c2fc6a54fa7e',
-          '6e7571f78b1d3a04', '7840383a44a949f1', '79529d7b3c2a3eb5', '931f1a41480f0452',
-          '99c3767e91167ca8', '9e325aa352132df7', 'a7549822baf74cb1', 'b0739f77ed79a5a7',
-          'b833a16cc20f1b3a', 'bba48964287cb7a9', 'bc7777bb614f6471', 'bfd5dfea2ded5f27',
-          'c7f4940d9e5cd5c3', 'ca14598feb11e4a2', 'ce4dfcb26ef383b5', 'db2b8f017946a22e',
-          'db50d434d2274024', 'dc9a6ed091e29305', 'e1794a73ee7c3ee9', 'e4708d09159e2a5d',
-          'ee9953c7282242c8', 'f93800e6581a030d', 'ffbaca4ccc442f18',)),
-        ('only keys are counted: the cache holds keys and values',
-         ('169b2b44dc7b8296', '18f1ebc05295aaa7', '328e306cba7fb8fe', '3b7653ed7502628c',
-          '3f458a69844cd33a', '4293c50f427f134a', '54ab84cc38f0ceb3', '6104e18e9e706b1e',
-          '670a20ef1eb8fa39', '78c183fd3dcd7dc4', '843029e0ecfaa1d0', '87b6a4723232ffb5',
-          '920005951af0a9d9', 'a436114180131463', 'd4adb924a35bf098', 'edcabb0d6a3db15c',
-          'f72ecb15065853ad', 'fd4e0f83cc3518c6', 'fee14adeb4c5167f',)),
-        ('that is the whole cache with 64 heads, not what 8 heads save',
-         ('02e3a506b5215fab', '1b62f84e81ec39c8', '1ca2b96ce3e365bc', '2d93e1916f91542a',
-          '39fc3eb9058e2d51', '70df8235410b9877', '77b9bdceda9f6650', '79f646de60d0ff1d',
-          '86e8e78a1937f7ac', '92e8bd81adfa086b', '9cc5d5afc23a0117', '9dedcc592e7d6625',
-          'abc58ff663d48814', 'acb980c5b05f6b8c', 'b167f1ae9ad5c616', 'b9d6514bd2d44d18',
-          'bb1b073893c6f83a', 'bdf185b04f60581c', 'c84a69add57e77d4', 'dccae645edcf218f',
-          'dec9c1dce3791464', 'e56565cc715e1895', 'ed506b4827af5f45',)),
-        ('that is the cache with 8 heads, not what they save',
-         ('0e12e1f6fe119a15', '2c29103f9c8f3984', '5e214294a2146506', 'e591ad9c613e9243',
-          'ed3e368722380a47',)),
-        ("that is one token's saving: a sequence holds 4,096 tokens",
-         ('1112babf2d5c0d96', '19e18c60b411acb2', '3f8e8585ba15a60a', '58c0111314465945',
-          '7f37cd6b80a57102', 'bb4f270c11603a10', 'be79f27c43f4f2d1', 'c0d2c34443b23bb0',
-          'c7df19a2d74009c5', 'e1c597cc8dfc746f',)),
-        ('that is the 32-bit figure; the question asks for 16-bit',
-         ('1ce0f6e0062a931f', '28c0a7f5eb797d7e', '2acc1db9601b92d7', '641f7d2bdfdc5ad2',
-          '6693fedc98eabf17', '7b7c18726ee86fe7', 'aca9c98e6d4aeac5', 'b2f5637013044646',
-          'f5350541b740fe7c',)),
-    ),
-    decade=0, sign=1,
-)
+LLAMA2_70B_SAVED = SEALED['lesson6/llama2_70b_saved_gib']
 
 
 @builds_on("kv_bytes_per_token")
@@ -578,45 +531,7 @@ def check_llama2_70b(saved_gib) -> None:
     check_sealed(saved_gib, LLAMA2_70B_SAVED)
 
 
-MIXTRAL_WEIGHTS = Sealed(
-    what='mixtral_weights_gib', salt='lesson6/mixtral_weights_gib', kind='number', digits=4,
-    right=('0ee101f71d555f23', '13b3435548259f26', '16a3432cc1c571aa', '1a4465dec77bd3e6',
-           '1c15d8506a87b033', '22524d459e6799a1', '24f4a36e7107d8a2', '32852f408103868b',
-           '3450164def0a3bdb', '37cbccfacc7757e1', '3e7475bb79fe9d65', '45d1178d14d6abd3',
-           '5c45d617f75a30b8', '5e249bb606345e47', '67c7e38e78239736', '6aa2848157f69d4f',
-           '6f1db9fb6cf284c3', '71d62b1811e6d2da', '7536b077e8a9bc26', '7955ca2b0891a218',
-           '7972a1a855a2c24f', '7c658819741bca40', '7d0178d0c99df47b', '7d875498b63c89fb',
-           '807a63de4366bc31', '8d50b011cb1b3aee', 'b383fd91ce8d3884', 'c1413a89fbcef7e8',
-           'c3bd3a627d940f4b', 'cb0082cad1b1a8f8', 'df88b79b1974235e', 'e10bebeef1d88120',
-           'fea0177d16742054', 'ff2178fc00d83e18', 'ffc9274a0d2f05fc',),
-    mistakes=(
-        ('that is sized by the active parameters: memory must hold every expert',
-         ('045a14023ef42d9c', '27f1207ad0ec8e1a', '3497e96cb2d5a217', '684a3ec02bf068ed',
-          '8eca1dfdea14e0ec', '9b571b520eb68325', '9fa82213f6f54376', '9fff4fba8863381e',
-          'd0dee635c717ca9b', 'd7072e48100fac87', 'f476aba42d535a97',)),
-        ('that is in GB (10^9 bytes); the question asks for GiB (2^30)',
-         ('00b865cfc3047eac', '0593ba6555775c4b', '0a5bc80088fdcd6a', '0ace2bb422b2997b',
-          '0d35117e0a2de0e7', '0d55b41ca7f6edf7', '15aa092f09320226', '2274954209961f8f',
-          '25cbfb0e085fef54', '287c1c5a270a9131', '37d0b0c9f53de078', '412db3f59ca8569d',
-          '519335264f59e80a', '56cf627ceb6e890c', '56e1ed6ff400ed37', '5a685e4c52d2b8e0',
-          '5cf1c5689591e4cb', '5ddca6d54ec8010a', '7256c3891adc57cf', '7352bf60714bb625',
-          '7bf6e5855cb5079e', '8859ddec4c24c9ca', '887b71823a8f67b6', '8fbb41a9d9330d8c',
-          '954869b836dfd6d5', 'a4d1ac35563b2231', 'cdfe3367d3d895e3', 'ce1e454494b7ea9d',
-          'd0ae6c0cd3ae94da', 'd288357c8a5588d9', 'd62fd1539c59380a', 'd7cb216de696c9b1',
-          'db6af8de46b9902f', 'eedf41574ccf4dc3', 'f2eeb9eafebced61', 'fa14f63d13c28469',
-          'fef234155170587e', 'ff1da7567edc129f',)),
-        ('that is 32-bit (4 bytes a parameter); the question asks for 16-bit',
-         ('06f7e2134636f0e2', '0916b4879b67fd56', '1ae3e9655575cd57', '58bed004191c46b5',
-          '7b44a3d6dfc6b872', '7c61f2faeaaac542', 'c0579ddb5c1829a5', 'd6acd1732ac2e41e',)),
-        ('that is billions of parameters, not GiB of 16-bit weights',
-         ('05b5f5dc7254bb2e', '154c9c731c6f1c8f', '19e4cde0202abf3c', '430f68ab32fb7923',
-          '4698515153cae03e', '47a57084dbe2c54a', '5300bc16ac311cd7', '6c09f8b8a1ace94d',
-          '71d442070adb6999', '7521155e8f3a63ef', '897132df791e2dc8', '92d7d158be39946b',
-          '97e9025155b1dce5', 'addb59257ba27711', 'b07a2db7f49dcb54', 'b478ed8c30cf4148',
-          'c67e690bf42a73a8', 'c84e60ffad603eab', 'c9d6cdabf554baf8', 'd347a6d2b48785fc',)),
-    ),
-    decade=1, sign=1,
-)
+MIXTRAL_WEIGHTS = SEALED['lesson6/mixtral_weights_gib']
 
 
 def check_mixtral(weights_gib) -> None:
@@ -626,63 +541,11 @@ def check_mixtral(weights_gib) -> None:
 
 # --- test yourself -----------------------------------------------------------------------------
 
-TYS1_CACHE_FRACTION = Sealed(
-    what='tys1_cache_fraction', salt='lesson6/tys1_cache_fraction', kind='number', digits=4,
-    right=('2788dd45c5651ede', '5b74cc7d0575843d', '6c4803f5490c1981', '7d859daa54704070',
-           '91d8255f8746ef0c', '9c23a7ae704940d1', '9ddb3c3920ad63ce', 'addc979e70a05115',
-           'd3a99690cb7921f3', 'e9c462eff8f28f93', 'ed5a042632d3dff2',),
-    mistakes=(
-        ('that is how many times bigger the 32-head cache is; give the 8-head cache as a fraction of it',
-         ('170b908dbe3ca494', '1810112172963509', '191c71888ecce565', '20dd4589e5e718b0',
-          '2715df5bb76c163b', '2d2bd79043f7c323', '2ee434cf4ac454ac', '35ccc31651cd5f2d',
-          '35ed7832bb6db4e0', '45688a4ff2a0a8bc', '5b5e21cf62889101', '646207681cabf4ea',
-          '7faae07e58836a14', 'b5c7a98da559440d', 'e26d83c9b18274f0', 'f612bc5a90c7c092',
-          'f95a605f8092537d',)),
-        ('the cache grows linearly with the key/value heads, not with their square',
-         ('0e5f5b369d048906', '106d754b49c7ff56', '15c41e7f13a4997f', '1cef2f56e51fe7b0',
-          '2587da8a26824e30', '3e8172e5e0db4855', '404e1491f461ba57', '42ffb8ccbebce544',
-          '4a65aa27a4035def', '4f3ff86dc24983c0', '6b3022a16447935c', '6bbc36b074928cef',
-          '6d91fff760bda3d1', '6f83f23631b9f7f3', '72168b435f330237', '75ae94d9b0e389ee',
-          '777e13df84f43658', '778462dd40f94a7b', '7baf73c124c6121b', '8c5deb9df370f167',
-          'ac40715a97cc0f20', 'bef55bc956a45dd2', 'bf2771cb9c5de74f', 'cd62af50d9f6a0b1',
-          'e60f9c8256217b55', 'e6d2722c9c4d8de9', 'f9415abcc56a51ee',)),
-        ('give a fraction between 0 and 1, not a percentage',
-         ('0ac5559f57565462', '4ab97a6573feeb16', '503b96f5900cf2b6', '85114c99213f94e8',
-          '89d44eb77e577c90', 'a8761decd4854731', 'b9e7f578a1287f70', 'd7c8f6dd205f919e',
-          'd9fa27688d37751f', 'e500e5deacad3c70', 'fb82694c8e30fd42',)),
-    ),
-    decade=-1, sign=1,
-)
+TYS1_CACHE_FRACTION = SEALED['lesson6/tys1_cache_fraction']
 
-TYS1_REQUESTS_32 = Sealed(
-    what='tys1_requests_32', salt='lesson6/tys1_requests_32', kind='number', digits=None,
-    right=('a82e3b51f04f227f',),
-    mistakes=(
-        ('the weights take memory too: subtract them first',
-         ('1ad779f598c4f61f',)),
-        ('round down: a request needs its whole cache',
-         ('e672aeb7d1ae5a8b',)),
-        ('80 GB is 80·10^9 bytes but the accelerator exposes 80 GiB (80·2^30)',
-         ('9a97616bef699c53',)),
-    ),
-    decade=1, sign=1,
-)
+TYS1_REQUESTS_32 = SEALED['lesson6/tys1_requests_32']
 
-TYS1_REQUESTS_8 = Sealed(
-    what='tys1_requests_8', salt='lesson6/tys1_requests_8', kind='number', digits=None,
-    right=('2f699438d66b30c5',),
-    mistakes=(
-        ("the 8-head model's K and V projections are smaller, so its weights shrink and leave a little more room",
-         ('bd0e00722b3cbb21',)),
-        ('four times the 32-head count leaves out the memory the smaller weights free',
-         ('2b39e57a55e612d0',)),
-        ('the weights take memory too: subtract them first',
-         ('345083ce9e314027',)),
-        ('round down: a request needs its whole cache',
-         ('649489052ad9bbec',)),
-    ),
-    decade=1, sign=1,
-)
+TYS1_REQUESTS_8 = SEALED['lesson6/tys1_requests_8']
 
 
 def check_tys1(cache_fraction, requests_32, requests_8) -> None:
@@ -694,25 +557,9 @@ def check_tys1(cache_fraction, requests_32, requests_8) -> None:
     check_sealed(requests_8, TYS1_REQUESTS_8)
 
 
-TYS2_TOTAL_SETS = Sealed(
-    what='tys2_total_sets', salt='lesson6/tys2_total_sets', kind='choice', digits=None,
-    right=('62e485dacdc45f77',),
-    mistakes=(
-        ('a token passes through only its experts, but every expert must sit in memory',
-         ('51f2e6e5d666fdd9',)),
-    ),
-    choices=('memory', 'compute'),
-)
+TYS2_TOTAL_SETS = SEALED['lesson6/tys2_total_sets']
 
-TYS2_ACTIVE_SETS = Sealed(
-    what='tys2_active_sets', salt='lesson6/tys2_active_sets', kind='choice', digits=None,
-    right=('861e36ec8e05e2ab',),
-    mistakes=(
-        ('memory must hold all the experts; the active ones are what a token multiplies through',
-         ('7fce47a327cd6fff',)),
-    ),
-    choices=('memory', 'compute'),
-)
+TYS2_ACTIVE_SETS = SEALED['lesson6/tys2_active_sets']
 
 
 def check_tys2(total_sets, active_sets) -> None:

@@ -131,10 +131,8 @@ def same_record(student: dict, ref: dict) -> bool:
         return got == ref.get("got")
     if kind == "sealed":
         from .sealed import Sealed, judge
-        seal = ref.get("seal") or {}
         try:
-            sealed = Sealed(**{k: (tuple(tuple(m) if isinstance(m, list) else m for m in v)
-                                   if isinstance(v, list) else v) for k, v in seal.items()})
+            sealed = Sealed.from_data(ref.get("seal") or {})
         except (TypeError, ValueError):
             return False
         return judge(sealed, got).ok

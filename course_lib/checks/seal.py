@@ -1,4 +1,5 @@
-"""Command line of :mod:`course_lib.checks.sealed`: print a ``Sealed(...)`` literal.
+"""Command line of :mod:`course_lib.checks.sealed`: seal an answer into its assignment's
+sealed_answers/<assignment>.json (the salt's first part names the assignment).
 
     python -m course_lib.checks.seal number VALUE --rel REL --what NAME --salt SALT \\
         [--mistake "HINT=VALUE" ...] [--hint TEXT]

@@ -26,19 +26,25 @@ hashes candidates one by one (each costs :data:`ITERATIONS` rounds of PBKDF2-SHA
 compute most answers anyway.  The only plain facts stored are the power of ten of a number
 (``decade``, for "about 100 times too large") and its sign.
 
-To seal an answer, run (never commit the plain value)::
+Sealed answers are data: ``sealed_answers/<assignment>.json`` beside this module holds each
+assignment's, keyed by salt, and a checks module reads them with :func:`load`.  To seal an
+answer, run (never commit the plain value)::
 
     python -m course_lib.checks.seal number 42.5 --what q_answer_millions \\
         --salt lessonN/q_answer_millions --rel 0.005 \\
         --mistake "that counts the bias twice=43.1"
 
-and paste the printed ``Sealed(...)`` into the lesson's checks module; check answers with
-:func:`course_lib.checks.check_sealed`.
+which writes (or replaces) the entry of salt ``lessonN/q_answer_millions`` in
+``sealed_answers/lessonN.json`` (the assignment is the salt's first part); the checks module
+uses it as ``SEALED["lessonN/q_answer_millions"]`` with :func:`course_lib.checks.check_sealed`.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
+import json
+import os
 import math
 import numbers
 import sys
@@ -88,33 +94,13 @@ class Sealed:
         if self.kind == "choice" and not self.choices:
             raise ValueError(f"{self.what}: a sealed choice needs its choices")
 
-    def literal(self, indent: str = "") -> str:
-        """Python source that rebuilds this object (for pasting into a checks module)."""
-        pad = indent + "    "
-
-        def hashes(hs: tuple[str, ...], at: str) -> list[str]:
-            rows = [", ".join(repr(h) for h in hs[i:i + 4]) + "," for i in range(0, len(hs), 4)]
-            return [f"{at}({rows[0]}"] + [f"{' ' * len(at)} {r}" for r in rows[1:]]
-
-        lines = ["Sealed(", f"{pad}what={self.what!r}, salt={self.salt!r}, kind={self.kind!r}, "
-                 f"digits={self.digits!r},"]
-        right = hashes(self.right, f"{pad}right=")
-        lines += right[:-1] + [right[-1] + "),"]
-        if self.mistakes:
-            lines.append(f"{pad}mistakes=(")
-            for hint, hs in self.mistakes:
-                lines.append(f"{pad}    ({hint!r},")
-                rows = hashes(hs, f"{pad}     ")
-                lines += rows[:-1] + [rows[-1] + ")),"]
-            lines.append(f"{pad}),")
-        if self.hint:
-            lines.append(f"{pad}hint={self.hint!r},")
-        if self.choices:
-            lines.append(f"{pad}choices={self.choices!r},")
-        if self.kind == "number":
-            lines.append(f"{pad}decade={self.decade!r}, sign={self.sign!r},")
-        lines.append(f"{indent})")
-        return "\n".join(lines)
+    @classmethod
+    def from_data(cls, data: dict) -> "Sealed":
+        """A sealed answer from its JSON form (lists read back as tuples); ValueError or
+        TypeError for a malformed one."""
+        def tup(v):
+            return tuple(tup(x) for x in v) if isinstance(v, list) else v
+        return cls(**{k: tup(v) for k, v in data.items()})
 
 
 def normalize_choice(x) -> str:
@@ -286,9 +272,57 @@ def _size_hint(sealed: Sealed, x: float) -> str:
     return hint or "it has the right order of magnitude, but is not within the tolerance"
 
 
+SEALED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sealed_answers")
+"""Where each assignment's sealed answers are stored: ``<assignment>.json``, ``{salt: fields}``."""
+
+
+def _path(assignment: str) -> str:
+    if not assignment.replace("_", "").isalnum():
+        raise ValueError(f"not an assignment name: {assignment!r}")
+    return os.path.join(SEALED_DIR, f"{assignment}.json")
+
+
+@functools.cache
+def load(assignment: str) -> dict[str, Sealed]:
+    """``{salt: Sealed}`` of ``assignment`` (``"lesson1"``), read from :data:`SEALED_DIR`.
+
+    Raises ValueError naming the file and entry if one is malformed."""
+    path = _path(assignment)
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    out = {}
+    for salt, fields in data.items():
+        try:
+            sealed = Sealed.from_data(fields)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{path}: sealed answer {salt!r} is malformed: {e}") from None
+        if sealed.salt != salt:
+            raise ValueError(f"{path}: entry {salt!r} holds the salt {sealed.salt!r}")
+        out[salt] = sealed
+    return out
+
+
+def store(sealed: Sealed) -> str:
+    """Write ``sealed`` into its assignment's file (the salt's first part before ``/``),
+    replacing an entry of the same salt, keys kept in order; returns the file's path."""
+    from dataclasses import asdict
+
+    path = _path(sealed.salt.split("/", 1)[0])
+    data = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    data[sealed.salt] = json.loads(json.dumps(asdict(sealed)))
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    load.cache_clear()
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_lib.checks.seal",
-                                     description="Print a Sealed(...) literal for a checks module.")
+                                     description="Seal an answer into sealed_answers/<assignment>.json.")
     sub = parser.add_subparsers(dest="kind", required=True)
     num = sub.add_parser("number", help="seal a number")
     num.add_argument("value", type=float)
@@ -312,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sealed = seal_choice(args.what, args.answer, salt=args.salt,
                              choices=args.choices.split(","), hints=dict(pairs), hint=args.hint)
-    print(sealed.literal())
+    print(f"sealed {sealed.what!r} into {store(sealed)} as SEALED[{sealed.salt!r}]")
     return 0
 
 
