@@ -493,3 +493,47 @@ def test_an_unwritten_answer_still_reads_as_not_written():
                   L2.check_previous_token_score, L2.check_heads_above, L2.check_in_context_score):
         with pytest.raises(NotImplementedError):
             check(stub)
+
+
+# --- inputs made at run time: an answer that ignores its arguments fails the visible test ----------
+
+def _fixed_attention(q, k, v, mask=None):
+    """Right on the lesson's visible cases only (known by their shapes), else the first one's."""
+    fixed = {(tuple(a.shape), m is None): (a, b, c, m)
+             for a, b, c, m in (L2.attention_inputs(**case) for case in L2.ATTENTION_CASES)}
+    q0, k0, v0, m0 = fixed.get((tuple(q.shape), mask is None), next(iter(fixed.values())))
+    return attention_right(q0, k0, v0, m0)
+
+
+_PATTERN = L2.pattern_inputs(**L2.PATTERN_CASES[0])
+_TOKENS, _QUERY_PATTERN = L2.query_inputs(**L2.QUERY_CASES[0])
+_TABLE = torch.tensor([[0.10, 0.92, 0.30], [0.61, 0.05, 0.74]])
+
+
+@pytest.mark.parametrize("check, fn", [
+    (L2.check_attention, _fixed_attention),
+    (L2.check_largest_weight, lambda d_k, n_keys, scaled, n_trials, seed: largest_right(
+        256, 8, scaled, n_trials, 0)),
+    (L2.check_causal_mask, lambda n: mask_right(5)),
+    (L2.check_previous_token_score, lambda pattern: previous_right(_PATTERN)),
+    (L2.check_induction_score, lambda pattern, period: induction_right(_PATTERN, 4)),
+    (L2.check_heads_above, lambda scores, threshold: heads_right(_TABLE, 0.5)),
+    (L2.check_missing_or_ignored, lambda tokens, pattern, i, threshold=0.5: missing_right(
+        _TOKENS, _QUERY_PATTERN, i, threshold)),
+    (L2.check_in_context_score, lambda model, tokens, period: icl_right(
+        model, L2.context_inputs(**L2.CONTEXT_CASES[0]), 10)),
+], ids=["attention", "largest-weight", "causal-mask", "previous-token", "induction", "heads-above",
+        "missing-or-ignored", "icl"])
+def test_every_visible_test_catches_an_answer_that_ignores_its_arguments(check, fn):
+    """Each answer is right on the lesson's fixed visible input (so without the input made at
+    run time the visible test could not tell), and fails on the run-time one, named as such."""
+    msg = fails(check, fn)
+    assert msg.startswith(L2.RANDOM_TAG), msg
+
+
+def test_inputs_made_at_run_time_are_the_same_on_every_run_and_not_the_lessons():
+    assert L2._random("attention").random() == L2._random("attention").random()
+    for fixed, made in ((L2.ATTENTION_CASES, L2.RANDOM_ATTENTION), (L2.WEIGHT_CASES, L2.RANDOM_WEIGHT),
+                        (L2.MASK_SIZES, L2.RANDOM_MASK_SIZES), (L2.PATTERN_CASES, L2.RANDOM_PATTERN),
+                        (L2.QUERY_CASES, L2.RANDOM_QUERY), (L2.CONTEXT_CASES, L2.RANDOM_CONTEXT)):
+        assert not set(map(str, fixed)) & set(map(str, made))

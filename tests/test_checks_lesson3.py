@@ -167,11 +167,14 @@ def test_block_part_mistakes_are_named(style, change, phrase):
         assert not re.search(rf"(?<![\d,]){v:,}(?![\d,])|(?<!\d){v}(?!\d)", feedback)
 
 
-def test_d_ff_ignored_fails_a_hidden_case():
+def test_d_ff_ignored_fails_the_visible_random_case_and_a_hidden_one():
     def four_d(d_model, d_ff, style):
         return parts_right(d_model, 4 * d_model if style == "gpt2" else d_ff, style)
 
-    L3.check_block_parts(four_d)  # GPT-2 small has d_ff = 4·d_model: the visible test cannot tell
+    L3.check_block_parts(four_d, cases=L3.BLOCK_CASES)  # GPT-2 small has d_ff = 4·d_model
+    assert L3.RANDOM_SIZES[0]["d_ff"] != 4 * L3.RANDOM_SIZES[0]["d_model"]
+    msg = fails(L3.check_block_parts, four_d)
+    assert msg.startswith(L3.RANDOM_TAG + "block_parts(") and "use it, not 4·d_model" in msg, msg
     assert "use it, not 4·d_model" in fails(L3.check_block_parts, four_d,
                                              cases=[dict(d_model=64, d_ff=200, style="gpt2")])
 
@@ -387,3 +390,65 @@ def test_each_wrong_answer_fails_exactly_its_cells(wrong):
     through nbgrader's autograde, packed)."""
     _, answers, _ = _cells()
     assert _failing({**answers, wrong.cell: wrong.source}) == set(wrong.loses)
+
+
+# --- inputs made at run time: an answer that ignores its arguments fails the visible test ----------
+
+def test_right_answers_pass_the_visible_inputs_made_at_run_time():
+    L3.check_stream_parts(stream_right)
+    L3.check_block_parts(parts_right)
+    L3.check_ff_share(share_right)
+    L3.check_no_op(no_op_right)
+    L3.check_add_block(add_right)
+    L3.check_neuron_scores(scores_right)
+    L3.check_prune(prune_right)
+    L3.check_compression_report(report_right)
+
+
+def _fixed_parts(d_model, d_ff, style):
+    """GPT-2 small's block or Llama 2 7B's, whatever the arguments."""
+    return parts_right(768, 3072, "gpt2") if style == "gpt2" else parts_right(4096, 11008, "llama")
+
+
+def _fixed_stream(block, x):
+    """The notes of the visible block on its input, whatever the arguments."""
+    spec = L3.STREAM_BLOCKS[0]
+    return stream_right(L3.toy_block(**spec), L3._inputs(32, spec["seed"]))
+
+
+def _fixed_report(original, compressed, task):
+    """The visible case's report (feed-forward pruned to 36), whatever the arguments."""
+    return report_right(original, L3.compressed_model(**L3.REPORT_CASES[0]), task)
+
+
+@pytest.mark.parametrize("check, fn", [
+    (L3.check_stream_parts, _fixed_stream),
+    (L3.check_block_parts, _fixed_parts),
+    (L3.check_ff_share, lambda d_model, d_ff, style: share_right(
+        *((768, 3072) if style == "gpt2" else (4096, 11008)), style)),
+    (L3.check_add_block, lambda model, where: add_right(model, 1)),
+    (L3.check_neuron_scores, lambda mlp: scores_right(L3.toy_feed_forward(**L3.NEURON_LAYERS[0]))),
+    (L3.check_prune, lambda model, k: prune_right(model, 40)),
+    (L3.check_compression_report, _fixed_report),
+], ids=["stream-parts", "block-parts", "ff-share", "add-block", "neuron-scores", "prune", "report"])
+def test_every_visible_test_catches_an_answer_that_ignores_its_arguments(check, fn):
+    """Each answer is right on the lesson's fixed visible input (so without the input made at
+    run time the visible test could not tell), and fails on the run-time one, named as such."""
+    msg = fails(check, fn)
+    assert msg.startswith(L3.RANDOM_TAG), msg
+
+
+def test_a_no_op_that_assumes_biases_fails_the_visible_random_block():
+    """make_no_op cannot ignore its argument (it changes that block), but one written for
+    GPT-2's biases alone fails on the Llama-style block made at run time."""
+    def gpt2_only(block):
+        with torch.no_grad():
+            for layer in (block.attn.out_proj, block.mlp.down):
+                layer.weight.zero_()
+                layer.bias.zero_()
+        return block
+
+    L3.check_no_op(gpt2_only, blocks=L3.NO_OP_BLOCKS)
+    assert L3.RANDOM_NO_OP_BLOCKS[0]["style"] == "llama"
+    with pytest.raises(AttributeError):
+        L3.check_no_op(gpt2_only)

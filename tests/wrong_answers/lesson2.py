@@ -75,6 +75,9 @@ WRONG = [
           ["t-causal-mask"], "off by one: the diagonal masked, a token cannot see itself"),
     Wrong("q-causal-mask", "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).triu(1)",
           ["t-causal-mask"], "inverted: True marks the hidden keys"),
+    Wrong("q-causal-mask", "def causal_mask(n):\n    return torch.ones(5, 5, dtype=torch.bool).tril()",
+          ["t-causal-mask"], "the example's size hard-coded: passes n = 5, fails the visible size "
+          "made at run time"),
 
     # --- exercises 4 and 5: head scores --------------------------------------------------------------
     Wrong("q-previous-token", '''
