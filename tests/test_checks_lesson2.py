@@ -130,12 +130,11 @@ def test_right_answers_pass(capsys):
 
 
 def test_the_figures_the_prose_states():
-    """Section 2 and the recap say "about 0.94 and 0.36", the module text 0.92 and 0.34, and that
-    the gaps are more than ten standard errors (seed 0, 10,000 draws)."""
+    """The recap says "about 0.94 and 0.36", section 2 "about a third" with the scale and
+    standard errors of "about a thousandth" (seed 0, 10,000 draws)."""
     (u, su), (s, ss) = (L2.largest_weight_reference(256, 8, flag) for flag in (False, True))
-    assert round(u, 2) == 0.94 and round(s, 2) == 0.36
-    assert (u - L2.SCALE_TEXT["unscaled"]) / (su / 100) > 10
-    assert (s - L2.SCALE_TEXT["scaled"]) / (ss / 100) > 10
+    assert round(u, 2) == 0.94 and round(s, 2) == 0.36 and abs(s - 1 / 3) < 0.03
+    assert all(0.0005 < std / 100 < 0.002 for std in (su, ss))
     assert math.isclose(largest_right(256, 8, False), u, rel_tol=1e-5)  # the notebook's way = the reference's
 
 
@@ -384,7 +383,7 @@ def test_tys_mistakes():
     assert "position encodings" in fails(L2.check_tys1, {"query": "d", "key": "a", "value": "c"})
     assert "keys 'query', 'key' and 'value'" in fails(L2.check_tys1, ["b", "a", "c"])
     u, s = largest_right(256, 8, False), largest_right(256, 8, True)
-    assert "module text's figure" in fails(L2.check_tys2, "b", 0.92, 0.34)
+    assert "not what these draws give" in fails(L2.check_tys2, "b", 0.92, 0.34)
     assert "swapped" in fails(L2.check_tys2, "b", s, u)
     assert "softmax makes the weights sum to 1" in fails(L2.check_tys2, "a", u, s)
     assert "reread the start of section 3" in fails(L2.check_tys3, "c", "b")
@@ -461,7 +460,7 @@ def test_tys2_coarse_rounding_says_give_two_decimals(unscaled, scaled, which):
     assert msg.startswith(f"{which} is not right: that looks rounded too far: give two decimals")
     assert "Monte-Carlo error" in msg and "more than" not in msg
     # the diagnoses of the known mistakes are kept
-    assert "module text's figure" in fails(L2.check_tys2, "b", 0.92, round(s, 2))
+    assert "not what these draws give" in fails(L2.check_tys2, "b", 0.92, round(s, 2))
     assert "swapped" in fails(L2.check_tys2, "b", round(s, 2), round(u, 2))
 
 
@@ -481,7 +480,8 @@ def test_notebook_grading_cells_are_well_formed():
     assert set(tests) >= {"attention", "largest-weight", "causal-mask", "previous-token",
                           "induction", "heads-above", "missing-or-ignored", "tys1", "tys2", "tys3"}
     text = "\n".join(c.source for c in nb.cells)
-    assert "prev_heads = heads_above(prev" in text and "induction_heads = heads_above(ind" in text
+    assert '"previous-token": heads_above(prev, THRESHOLD)' in text
+    assert '"induction": heads_above(ind, THRESHOLD)' in text
 
 
 def test_an_unwritten_answer_still_reads_as_not_written():
@@ -537,3 +537,17 @@ def test_inputs_made_at_run_time_are_the_same_on_every_run_and_not_the_lessons()
                         (L2.MASK_SIZES, L2.RANDOM_MASK_SIZES), (L2.PATTERN_CASES, L2.RANDOM_PATTERN),
                         (L2.QUERY_CASES, L2.RANDOM_QUERY), (L2.CONTEXT_CASES, L2.RANDOM_CONTEXT)):
         assert not set(map(str, fixed)) & set(map(str, made))
+
+
+def test_types_are_checked_as_the_text_asks_and_named():
+    """A bool tensor for the mask, tensors for attention and the scores, a list for the heads:
+    anything else fails with a message naming the type it got."""
+    msg = fails(L2.check_causal_mask, lambda n: mask_right(n).tolist())
+    assert "return a bool torch tensor, got list" in msg, msg
+    msg = fails(L2.check_attention, lambda q, k, v, mask=None: tuple(
+        t.numpy() for t in attention_right(q, k, v, mask)))
+    assert "return a torch tensor, got ndarray" in msg, msg
+    msg = fails(L2.check_previous_token_score, lambda p: previous_right(p).tolist())
+    assert "return a torch tensor, got list" in msg, msg
+    msg = fails(L2.check_heads_above, lambda s, t: tuple(heads_right(s, t)))
+    assert "return a list of (layer, head) pairs, got tuple" in msg, msg

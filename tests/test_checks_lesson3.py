@@ -118,6 +118,48 @@ def test_the_figures_the_lesson_quotes():
     assert 256 * -(-int(2 * 4 * 4096 / 3) // 256) == 11008
 
 
+def test_the_claims_section_4_makes_of_its_tables():
+    """The notebook's demo cells print these tables; the prose reads them so (with course_lib's
+    pruning, which the model answer's matches: tests/test_compression.py): the first cut's 8-step
+    losses are explained exactly by the facts the 1-step test gets wrong, further down the measured
+    score beats that prediction, p⁸ misses both ways; sharing 2 key/value heads costs nothing."""
+    from course_lib.compression import chain_task, load_chain_model, prune_feed_forward, share_kv_heads
+    model, task = load_chain_model()[0], chain_task()
+    starts = torch.arange(task.d_vocab)
+    path = torch.cat([starts[:, None], task.follow(starts, 7)], dim=1)
+    rows = []
+    for k in range(64, 4, -4):
+        pruned = prune_feed_forward(model, k)
+        a1 = task.accuracy(pruned, 1)
+        if a1 == 1.0:
+            continue
+        prompts, answers = task.items(1)
+        with torch.no_grad():
+            wrong = pruned.generate(prompts, 1)[:, 1] != answers[:, 0]
+        rows.append((task.accuracy(pruned, 8), (~wrong[path]).all(dim=1).float().mean().item(), a1 ** 8))
+    assert rows[0][0] == rows[0][1]
+    assert any(measured > predicted for measured, predicted, _ in rows)
+    assert any(p8 > measured for measured, _, p8 in rows) and any(p8 < measured for measured, _, p8 in rows)
+    shared = share_kv_heads(model, 2)
+    assert task.accuracy(shared, 1) == task.accuracy(shared, 8) == 1.0
+
+
+def test_the_shares_where_two_thirds_stops_holding():
+    """Section 2 and the recap: about 0.81 of a grouped-query block, about 0.97 of Mixtral's,
+    45.5% of all of GPT-2 small (biases and norms included)."""
+    import course_lib as cl
+
+    def share(name):
+        b = cl.block_params(cl.load_card(name))
+        return b["feed_forward"] / b["total"]
+
+    assert round(share("Meta-Llama-3-8B"), 2) == round(share("Mistral-7B-v0.1"), 2) == 0.81
+    assert round(share("Mixtral-8x7B-v0.1"), 2) == 0.97
+    gpt2 = cl.load_card("gpt2")
+    ff = gpt2.n_layers * cl.block_params(gpt2)["feed_forward"]
+    assert round(100 * ff / cl.count_params(gpt2).total, 1) == 45.5
+
+
 # --- named mistakes -------------------------------------------------------------------------------
 
 def test_stream_mistakes():

@@ -704,7 +704,9 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
             got = _guarded(fn, {}, original, compressed, task)
         if not isinstance(got, Mapping) or any(k not in got for k in REPORT_KEYS):
             raise CheckFailed(f"{label}: return a dict with keys "
-                              f"{', '.join(map(repr, REPORT_KEYS))}")
+                              f"{', '.join(map(repr, REPORT_KEYS))}, got "
+                              + (f"the keys {sorted(map(str, got))}" if isinstance(got, Mapping)
+                                 else type(got).__name__))
         a0, f0 = _part_sizes(original)
         a1, f1 = _part_sizes(compressed)
         total_removed = (a0 - a1) + (f0 - f1)
