@@ -494,3 +494,12 @@ def test_a_no_op_that_assumes_biases_fails_the_visible_random_block():
     assert L3.RANDOM_NO_OP_BLOCKS[0]["style"] == "llama"
     with pytest.raises(AttributeError):
         L3.check_no_op(gpt2_only)
+
+
+def test_types_are_checked_as_the_text_asks_and_named():
+    msg = fails(L3.check_compression_report, lambda o, c, t: list(report_right(o, c, t).values()))
+    assert "return a dict with keys" in msg and msg.endswith("got list"), msg
+    msg = fails(L3.check_compression_report, lambda o, c, t: {"attention": 0})
+    assert msg.endswith("got the keys ['attention']"), msg
+    msg = fails(L3.check_neuron_scores, lambda mlp: scores_right(mlp).tolist())
+    assert "expected a torch tensor, got list" in msg, msg

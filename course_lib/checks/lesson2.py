@@ -795,11 +795,7 @@ QKV_OPTIONS = {
     "e": "how likely the token is to come next",
 }
 """The sentences of test-yourself question 1 (the notebook prints them)."""
-TYS1_SEALED = {  # name -> its sealed letter
-    'query': SEALED['lesson2/tys1/query'],
-    'key': SEALED['lesson2/tys1/key'],
-    'value': SEALED['lesson2/tys1/value'],
-}
+TYS1_SEALED = {name: SEALED[f"lesson2/tys1/{name}"] for name in ("query", "key", "value")}
 
 
 def check_tys1(answer) -> None:

@@ -755,16 +755,8 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
 
 TYS_NEW_BLOCK_REASON = SEALED['lesson3/tys_new_block_reason']
 
-TYS_NEW_BLOCK_ZEROED = {  # part -> its sealed "yes" (zero it) or "no"
-    'norm_1': SEALED['lesson3/tys_new_block_zeroed/norm_1'],
-    'attn.q_proj': SEALED['lesson3/tys_new_block_zeroed/attn.q_proj'],
-    'attn.k_proj': SEALED['lesson3/tys_new_block_zeroed/attn.k_proj'],
-    'attn.v_proj': SEALED['lesson3/tys_new_block_zeroed/attn.v_proj'],
-    'attn.out_proj': SEALED['lesson3/tys_new_block_zeroed/attn.out_proj'],
-    'norm_2': SEALED['lesson3/tys_new_block_zeroed/norm_2'],
-    'mlp.up': SEALED['lesson3/tys_new_block_zeroed/mlp.up'],
-    'mlp.down': SEALED['lesson3/tys_new_block_zeroed/mlp.down'],
-}
+TYS_NEW_BLOCK_ZEROED = {part: SEALED[f"lesson3/tys_new_block_zeroed/{part}"] for part in BLOCK_PARTS}
+"""Each part's sealed "yes" (zero it) or "no"."""
 
 
 def check_tys_new_block(reason, zeroed) -> None:
