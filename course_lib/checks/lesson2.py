@@ -15,24 +15,24 @@ offset, ...) without showing the expected value:
 * the in-context score against :func:`course_lib.training.next_token_losses` on the shipped
   induction model.
 
-Functions the learner writes are called through :func:`_own`, which also fails if they call
-the thing being built: torch's or course_lib's attention, or course_lib's head scores.
+Functions the learner writes are called through :func:`~course_lib.checks.exercise.call`,
+which also fails if they call the thing being built: torch's or course_lib's attention, or
+course_lib's head scores; arrays are compared by :func:`~course_lib.checks.exercise.compare`.
 Inputs are drawn from their own ``torch.Generator`` so the notebook's random state is untouched.
 """
 from __future__ import annotations
 
 import math
 import random
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Mapping, Sequence
 
-from . import check_sealed
+from . import CheckFailed, _as_number, check_equal, check_sealed, check_value, is_shown, on_hidden
+from .exercise import RANDOM_TAG, call, close, compare, label as named
 from .sealed import load as _load_sealed
 
 SEALED = _load_sealed("lesson2")
 """This assignment's sealed answers by salt (sealed_answers/lesson2.json)."""
-from . import (CheckFailed, _as_number, check_choice, check_equal, check_value, confirm_close,
-               is_shown, on_hidden, own_work, watch_calls, withheld)
 
 # --- the lesson's fixed figures (inputs, not answers) -----------------------------------------
 
@@ -64,19 +64,10 @@ CONTEXT_CASES = (dict(n_seqs=50, pos=32, period=10, seed=123),)
 
 LABELS = ("missing", "ignored", "used")
 
-RANDOM_TAG = "[random shape] "
-"""How a label marks an input made at run time."""
-
-
 def _random(name: str) -> random.Random:
     """The seeded generator of one exercise's run-time input: the same on every run, so the
     grader's run of the model answer tries the same inputs as the learner's."""
     return random.Random(f"lesson2/{name}")
-
-
-def _tagged(label: str, case, randoms) -> str:
-    """``label`` marked with :data:`RANDOM_TAG` if ``case`` is one of ``randoms``."""
-    return RANDOM_TAG + label if is_shown(case, randoms) else label
 
 
 # Inputs made at run time (seeded): every visible test of a function tries one besides the
@@ -122,28 +113,10 @@ _C_SHORTCUTS = {"scaled_dot_product_attention", "_scaled_dot_product_attention_m
 """torch's fused attention kernels."""
 
 
-def _own(fn, label: str, *args, shortcuts: bool = True, shown: bool = True, **kwargs):
-    """``fn(*args, **kwargs)`` through own_work, failing if it used a shortcut that holds the
-    answer (unless ``shortcuts`` is False: a function that runs a model runs its attention);
-    an exception inside ``fn`` becomes a CheckFailed saying which input raised it (on a hidden
-    test's input, ``shown=False``, without the numbers in the error's text)."""
-    found: list = []
-    try:
-        if shortcuts:
-            with watch_calls(found, _SHORTCUTS, c_functions=_C_SHORTCUTS):
-                result = own_work(fn, *args, **kwargs)
-        else:
-            result = own_work(fn, *args, **kwargs)
-    except (CheckFailed, NotImplementedError):  # a stub not yet written reads as such
-        raise
-    except Exception as e:  # the learner's code raised: say on which input
-        text = e if shown else withheld(e)
-        raise CheckFailed(f"{label} raised {type(e).__name__}: {text}") from None
-    if found:
-        where = found[0] if found[0].startswith("torch's") else f"course_lib.{found[0]}"
-        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls {where}, which "
-                          "computes this answer: write it yourself, then compare with it")
-    return result
+_own = partial(call, shortcuts=_SHORTCUTS, c_functions=_C_SHORTCUTS, explain_errors=True)
+"""The learner's function through :func:`~course_lib.checks.exercise.call`, refusing the
+shortcuts that hold an answer; on a shown input too, an exception becomes a message naming
+the input."""
 
 
 def _torch():
@@ -157,26 +130,6 @@ def _tensor(x, what: str):
     if isinstance(x, torch.Tensor):
         return x.detach().to(torch.float64)
     raise CheckFailed(f"{what}: return a torch tensor, got {type(x).__name__}")
-
-
-def _close(a, b, atol=1e-5, rtol=1e-4) -> bool:
-    torch = _torch()
-    return a.shape == b.shape and bool(torch.allclose(a.to(torch.float64), b.to(torch.float64),
-                                                      atol=atol, rtol=rtol, equal_nan=True))
-
-
-def _name_mistake(label: str, got, expected, mistakes: Mapping, atol=1e-5, rtol=1e-4):
-    """CheckFailed naming the first mistake whose output ``got`` matches, else a generic one."""
-    for diagnosis, wrong in mistakes.items():
-        if wrong is not None and not _close(wrong, expected, atol, rtol) and \
-                _close(got, wrong, atol, rtol):
-            raise CheckFailed(f"{label} is not right: {diagnosis}")
-    finite = got[got.isfinite()] if got.numel() else got
-    if finite.numel() < got.numel():
-        raise CheckFailed(f"{label} is not right: it holds NaN or infinite values (a query that "
-                          "may see no key at all, or -inf left in the output?)")
-    raise CheckFailed(f"{label} is not right: it differs from the reference by up to "
-                      f"{float((got - expected.to(got.dtype)).abs().max()):.2g}")
 
 
 # --- 1. attention ----------------------------------------------------------------------------
@@ -226,18 +179,18 @@ def _attend(q, k, v, mask=None, scale="sqrt", axis=-1, masked_score=float("-inf"
     return weights @ v, weights
 
 
-def _label(q, k, v, mask) -> str:
+def _shapes(q, k, v, mask) -> str:
     m = "no mask" if mask is None else f"mask {tuple(mask.shape)}"
-    return f"attention(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, {m})"
+    return f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, {m}"
 
 
 _MASK_KINDS = {None: "no mask", "random": "with a mask", "causal": "with a causal mask",
                "random-batch": "with a mask of its own for each batch element"}
 
 
-def _hidden_attention_label(case: Mapping) -> str:
-    return on_hidden("attention", "batched" if tuple(case.get("batch", ())) else "unbatched",
-                     _MASK_KINDS.get(case.get("mask"), "with a mask"))
+def _attention_kinds(case: Mapping) -> tuple:
+    return ("batched" if tuple(case.get("batch", ())) else "unbatched",
+            _MASK_KINDS.get(case.get("mask"), "with a mask"))
 
 
 def _got_shape(shape, shown: bool) -> str:
@@ -256,8 +209,8 @@ def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_AT
     for case in cases:
         q, k, v, mask = attention_inputs(**case)
         shown = is_shown(case, (*ATTENTION_CASES, *RANDOM_ATTENTION))
-        label = (_tagged(_label(q, k, v, mask), case, RANDOM_ATTENTION) if shown
-                 else _hidden_attention_label(case))
+        label = named("attention", _shapes(q, k, v, mask), shown=shown,
+                      random=is_shown(case, RANDOM_ATTENTION), kinds=_attention_kinds(case))
         args = (q.clone(), k.clone(), v.clone()) + (() if mask is None else (mask.clone(),))
         result = _own(fn, label, *args, shown=shown)
         if not isinstance(result, (tuple, list)) or len(result) != 2:
@@ -281,11 +234,6 @@ def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_AT
                               f"{_got_shape(weights.shape, shown)}{hint}")
         ref_out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).to(torch.float64)
         ref_w = _attend(q, k, v, mask)[1].to(torch.float64)
-        ok_out, ok_w = _close(out, ref_out), _close(weights, ref_w)
-        if ok_out and ok_w:
-            confirm_close(out, ref_out, what=f"{label}, out")
-            confirm_close(weights, ref_w, what=f"{label}, weights")
-            continue
         variants = {
             "the scores are not divided by sqrt(d_k): scale them by 1 / sqrt(q.shape[-1])":
                 _attend(q, k, v, mask, scale=None),
@@ -310,15 +258,16 @@ def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_AT
         if k.shape[-1] == v.shape[-1]:
             variants["keys and values are swapped: scores come from q and k, the blend from v"] = \
                 _attend(q, v, k, mask)
-        which, got, idx, ref = (("out", out, 0, ref_out) if not ok_out
-                                else ("weights", weights, 1, ref_w))
-        mistakes = {d: w[idx].to(torch.float64) for d, w in variants.items()}
-        if ok_out and not ok_w:
-            sums = weights.sum(-1)
-            if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+        for idx, (which, got, ref) in enumerate((("out", out, ref_out), ("weights", weights, ref_w))):
+            if idx and not close(got, ref) and not close(got.sum(-1), torch.ones(got.shape[:-1]),
+                                                        atol=1e-4, rtol=1e-5):
                 raise CheckFailed(f"{label}: out is right but the weights' rows do not sum to 1: "
                                   "return the softmax weights, one row per query")
-        _name_mistake(f"{label}, {which}", got, ref, mistakes)
+            if not close(got, ref) and not bool(got.isfinite().all()):
+                raise CheckFailed(f"{label}, {which} is not right: it holds NaN or infinite values "
+                                  "(a query that may see no key at all, or -inf left in the output?)")
+            compare(got, ref, what=f"{label}, {which}",
+                    mistakes={d: w[idx] for d, w in variants.items()})
 
 
 # --- 2. the scale: the largest weight --------------------------------------------------------
@@ -365,9 +314,8 @@ def check_largest_weight(fn, cases: Sequence[Mapping] = (*WEIGHT_CASES, *RANDOM_
         for scaled in (False, True):
             args = dict(d_k=d_k, n_keys=n_keys, scaled=scaled, n_trials=n_trials, seed=seed)
             shown = is_shown(case, (*WEIGHT_CASES, *RANDOM_WEIGHT)) and n_trials == WEIGHT_TRIALS
-            label = (_tagged("mean_largest_weight(" + ", ".join(f"{k}={v}" for k, v in args.items())
-                             + ")", case, RANDOM_WEIGHT)
-                     if shown else on_hidden("mean_largest_weight", f"scaled={scaled}"))
+            label = named("mean_largest_weight", args, shown=shown,
+                          random=is_shown(case, RANDOM_WEIGHT), kinds=(f"scaled={scaled}",))
             got = _as_number(_own(fn, label, shown=shown, **args), label)
             mean, std = largest_weight_reference(d_k, n_keys, scaled, n_trials, seed)
             tol = _mc_tolerance(std, n_trials)
@@ -407,8 +355,7 @@ def check_causal_mask(fn, sizes: Sequence[int] = (*MASK_SIZES, *RANDOM_MASK_SIZE
     torch = _torch()
     for n in sizes:
         shown = n in (*MASK_SIZES, *RANDOM_MASK_SIZES)
-        label = (_tagged(f"causal_mask({n})", n, RANDOM_MASK_SIZES) if shown
-                 else on_hidden("causal_mask"))
+        label = named("causal_mask", str(n), shown=shown, random=n in RANDOM_MASK_SIZES, kinds=())
         got = _own(fn, label, n, shown=shown)
         if not isinstance(got, torch.Tensor):
             raise CheckFailed(f"{label}: return a bool torch tensor, got {type(got).__name__}")
@@ -476,11 +423,10 @@ def _score_result(got, label, want_shape, shown: bool = True):
     return got
 
 
-def _hidden_pattern_label(name: str, case: Mapping) -> str:
+def _pattern_kinds(case: Mapping) -> tuple:
     kind = "an induction-like" if case.get("kind") == "induction" else "a random"
     one = len(case["shape"]) == 2
-    return on_hidden(name, f"{kind} causal pattern",
-                     "a single pattern, no leading dimensions" if one else "")
+    return f"{kind} causal pattern", "a single pattern, no leading dimensions" if one else ""
 
 
 def check_previous_token_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *RANDOM_PATTERN)
@@ -492,14 +438,10 @@ def check_previous_token_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *
     for case in cases:
         p = pattern_inputs(**case)
         shown = is_shown(case, (*PATTERN_CASES, *RANDOM_PATTERN))
-        label = (_tagged(f"previous_token_score(pattern {tuple(p.shape)})", case, RANDOM_PATTERN)
-                 if shown
-                 else _hidden_pattern_label("previous_token_score", case))
+        label = named("previous_token_score", f"pattern {tuple(p.shape)}", shown=shown,
+                      random=is_shown(case, RANDOM_PATTERN), kinds=_pattern_kinds(case))
         got = _score_result(_own(fn, label, p.clone(), shown=shown), label, p.shape[:-2], shown)
         expected = previous_token_score(p).to(torch.float64)
-        if _close(got, expected, atol=1e-6, rtol=1e-5):
-            confirm_close(got, expected, what=label, atol=1e-6, rtol=1e-5)
-            continue
         pos = p.shape[-1]
         d = p.to(torch.float64)
         mistakes = {
@@ -511,7 +453,7 @@ def check_previous_token_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *
             "others": d.diagonal(-1, -2, -1).sum(-1) / pos,
             "that is a sum over the queries: take the mean": d.diagonal(-1, -2, -1).sum(-1),
         }
-        _name_mistake(label, got, expected, mistakes, atol=1e-6, rtol=1e-5)
+        compare(got, expected, what=label, rtol=1e-5, atol=1e-6, mistakes=mistakes)
 
 
 def _induction_variant(p, period, offset=1, every_copy=True, first_query=None):
@@ -541,15 +483,11 @@ def check_induction_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *RANDO
         p = pattern_inputs(**case)
         period = case["period"]
         shown = is_shown(case, (*PATTERN_CASES, *RANDOM_PATTERN))
-        label = (_tagged(f"induction_score(pattern {tuple(p.shape)}, period={period})", case,
-                         RANDOM_PATTERN) if shown
-                 else _hidden_pattern_label("induction_score", case))
+        label = named("induction_score", f"pattern {tuple(p.shape)}, period={period}", shown=shown,
+                      random=is_shown(case, RANDOM_PATTERN), kinds=_pattern_kinds(case))
         got = _score_result(_own(fn, label, p.clone(), period, shown=shown), label, p.shape[:-2],
                             shown)
         expected = induction_score(p, period).to(torch.float64)
-        if _close(got, expected, atol=1e-6, rtol=1e-5):
-            confirm_close(got, expected, what=label, atol=1e-6, rtol=1e-5)
-            continue
         d = p.to(torch.float64)
         mistakes = {
             "that reads the earlier copy itself (i - period): a duplicate-token head looks "
@@ -567,7 +505,7 @@ def check_induction_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *RANDO
             "that starts one query early: the first query with an earlier copy is at position "
             "period": _induction_variant(d, period, first_query=period - 1),
         }
-        _name_mistake(label, got, expected, mistakes, atol=1e-6, rtol=1e-5)
+        compare(got, expected, what=label, rtol=1e-5, atol=1e-6, mistakes=mistakes)
 
 
 def heads_above_reference(scores, threshold):
@@ -589,9 +527,8 @@ def check_heads_above(fn, tables: Sequence = None) -> None:
                   (torch.rand(t["n_layers"], t["n_heads"], generator=g), t["threshold"])]
     for number, (scores, threshold) in enumerate(tables):
         scores = torch.as_tensor(scores, dtype=torch.float32)
-        label = ((RANDOM_TAG if number else "")
-                 + f"heads_above(scores {tuple(scores.shape)}, threshold={threshold})" if shown
-                 else on_hidden("heads_above"))
+        label = named("heads_above", f"scores {tuple(scores.shape)}, threshold={threshold}",
+                      shown=shown, random=number > 0, kinds=())
         got = _own(fn, label, scores.clone(), threshold, shown=shown)
         if not isinstance(got, list):
             raise CheckFailed(f"{label}: return a list of (layer, head) pairs, got "
@@ -678,8 +615,8 @@ def check_missing_or_ignored(fn, cases: Sequence[Mapping] = (*QUERY_CASES, *RAND
         tokens, pattern = query_inputs(**case)
         pos = len(tokens)
         shown = is_shown(case, (*QUERY_CASES, *RANDOM_QUERY)) and threshold == THRESHOLD
-        label = (_tagged(f"missing_or_ignored on {pos} tokens with period {case['period']}", case,
-                         RANDOM_QUERY) if shown
+        label = ((RANDOM_TAG if is_shown(case, RANDOM_QUERY) else "")
+                 + f"missing_or_ignored on {pos} tokens with period {case['period']}" if shown
                  else on_hidden("missing_or_ignored"))
         got = []
         for i in range(pos - 1):
@@ -766,10 +703,9 @@ def check_in_context_score(fn, cases: Sequence[Mapping] = (*CONTEXT_CASES, *RAND
         tokens = context_inputs(**case)
         p = case["period"]
         shown = is_shown(case, (*CONTEXT_CASES, *RANDOM_CONTEXT))
-        label = (_tagged(f"in_context_score(model, tokens {tuple(tokens.shape)}, period={p})", case,
-                         RANDOM_CONTEXT) if shown
-                 else on_hidden("in_context_score"))
-        got = _as_number(_own(fn, label, model, tokens.clone(), p, shortcuts=False, shown=shown),
+        label = named("in_context_score", f"model, tokens {tuple(tokens.shape)}, period={p}",
+                      shown=shown, random=is_shown(case, RANDOM_CONTEXT), kinds=())
+        got = _as_number(call(fn, label, model, tokens.clone(), p, shown=shown, explain_errors=True),
                          label)
         with torch.no_grad():
             losses = next_token_losses(model, tokens)  # (n_seqs, pos-1): [:, i] predicts token i+1

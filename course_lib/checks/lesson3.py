@@ -7,7 +7,7 @@ value:
 * the two notes a block writes into the residual stream, against the block's own forward pass
   (which the learner's function may not call);
 * a block counted by part, against :func:`course_lib.block_params` (itself tested against
-  ``transformers``), through :func:`~course_lib.checks.own_work`;
+  ``transformers``), through :func:`~course_lib.checks.exercise.call`;
 * a block made a no-op, by exact equality (``torch.equal``) of its output and its input, and by
   which parameters changed (it may not call ``TransformerBlock.zero_output_projections``);
 * a block added to a model, by exact equality of the logits;
@@ -16,7 +16,7 @@ value:
 * a compression report, against parameters counted from the modules and ``ChainTask.accuracy``.
 
 Each case that passes ends in the check primitives (``check_close``, ``check_value``,
-``check_choice``), so the grader gets a record of the learner's values to compare with the model
+``check_sealed``), so the grader gets a record of the learner's values to compare with the model
 answer's.  Test blocks, layers and models are made here from small dicts (``dict(style="llama", seed=1)``)
 with every parameter drawn at random, biases and norms included, so that a bias left in place
 shows.  The notebook's hidden tests pass specs the learner has not seen.
@@ -40,8 +40,10 @@ from .sealed import load as _load_sealed
 
 SEALED = _load_sealed("lesson3")
 """This assignment's sealed answers by salt (sealed_answers/lesson3.json)."""
-from . import (CheckFailed, check_choice, check_close, check_value, is_shown, on_hidden,
-               own_work, watch_calls)
+from functools import partial
+
+from . import CheckFailed, check_close, check_value, is_shown, watch_calls
+from .exercise import HIDDEN, RANDOM_TAG, call, close, label as named
 
 # --- the lesson's fixed inputs ------------------------------------------------------------------
 
@@ -68,10 +70,6 @@ BLOCK_PARTS = ("norm_1", "attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.out_
                "norm_2", "mlp.up", "mlp.down")
 """Names of a GPT-2-style TransformerBlock's parts (test-yourself 1)."""
 _ATOL = 1e-5
-
-RANDOM_TAG = "[random shape] "
-"""How a label marks an input made at run time."""
-
 
 def _random(name: str) -> random.Random:
     """The seeded generator of one exercise's run-time input: the same on every run, so the
@@ -100,11 +98,6 @@ RANDOM_LAYERS = (dict(d_model=_r.randint(8, 40), d_ff=_r.randint(41, 80), seed=_
 RANDOM_PRUNE = (dict(model="chain", k=_random("prune").randint(8, 60)),)
 RANDOM_REPORT = (dict(how="ff", k=_random("report").randint(8, 60)),)
 del _r, _n
-
-
-def _tagged(label: str, case, randoms) -> str:
-    """``label`` marked with :data:`RANDOM_TAG` if ``case`` is one of ``randoms``."""
-    return RANDOM_TAG + label if is_shown(case, randoms) else label
 
 
 # --- test material -------------------------------------------------------------------------
@@ -188,23 +181,22 @@ def _tokens(model, seed: int) -> torch.Tensor:
     return torch.randint(0, s.d_vocab, (4, min(s.n_ctx, 12)), generator=g)  # (batch, pos)
 
 
-def _guarded(fn: Callable, forbidden: Mapping[Callable, str], *args, advice: str = ""):
-    """``fn(*args)``, failing if it called one of ``forbidden`` (function -> how to name it)."""
+def _guarded(fn: Callable, forbidden: Mapping[Callable, str], label: str, *args, advice: str = ""):
+    """``fn(*args)`` through :func:`~course_lib.checks.exercise.call` (``label`` names the
+    input), failing if it called one of ``forbidden`` (function -> how to name it)."""
     if not callable(fn):
         raise CheckFailed(f"expected a function, got {type(fn).__name__}")
-    codes = {inspect.unwrap(f).__code__: label for f, label in forbidden.items()}
+    codes = {inspect.unwrap(f).__code__: name for f, name in forbidden.items()}
     found: list = []
     with watch_calls(found, codes=codes):
-        result = fn(*args)
+        result = call(fn, label, *args, shown=HIDDEN not in label)
     if found:
         raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls {found[0]}: "
                           f"{advice or 'write it yourself'}")
     return result
 
 
-def _close(a, b) -> bool:
-    return (isinstance(a, torch.Tensor) and a.shape == b.shape
-            and torch.allclose(a.double(), b.double(), atol=_ATOL, rtol=_ATOL))
+_close = partial(close, rtol=_ATOL, atol=_ATOL)
 
 
 def _tensor(x, shape, what: str, names: str | None = None) -> torch.Tensor:
@@ -259,13 +251,12 @@ def check_stream_parts(fn, blocks: Sequence[Mapping] = (*STREAM_BLOCKS, *RANDOM_
         block = toy_block(**spec)
         x = _inputs(block.norm_1.weight.shape[0], spec.get("seed", 0))
         shown = is_shown(spec, (*STREAM_BLOCKS, *RANDOM_STREAM_BLOCKS))
-        label = (_tagged(f"stream_parts(block with {_describe(spec)}, x)", spec,
-                         RANDOM_STREAM_BLOCKS) if shown
-                 else on_hidden("stream_parts", *_block_kind(spec)))
+        label = named("stream_parts", f"block with {_describe(spec)}, x", shown=shown,
+                      random=is_shown(spec, RANDOM_STREAM_BLOCKS), kinds=_block_kind(spec))
         names = None if shown else "(batch, pos, d_model), the shape of x"
         with torch.no_grad():
             result = _guarded(fn, {TransformerBlock.run: "the block itself (block(x) or block.run)"},
-                              block, x, advice="write the block's two steps with block.norm_1, "
+                              label, block, x, advice="write the block's two steps with block.norm_1, "
                               "block.attn, block.norm_2 and block.mlp")
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise CheckFailed(f"{label}: return two tensors (attention's note, the "
@@ -373,10 +364,9 @@ def check_block_parts(fn, cases: Sequence[Mapping] = (*BLOCK_CASES, *RANDOM_SIZE
     parameters by part, style ``"gpt2"`` (biases, two LayerNorms, GELU) or ``"llama"`` (no
     biases, two RMSNorms, SwiGLU), multi-head attention (as many kv heads as heads)."""
     for case in cases:
-        label = (_tagged(f"block_parts({_describe(case)})", case, RANDOM_SIZES)
-                 if is_shown(case, (*BLOCK_CASES, *RANDOM_SIZES))
-                 else on_hidden("block_parts", *_size_kind(case)))
-        got = _parts(own_work(fn, case["d_model"], case["d_ff"], case["style"]), label)
+        label = named("block_parts", _describe(case), shown=is_shown(case, (*BLOCK_CASES, *RANDOM_SIZES)),
+                      random=is_shown(case, RANDOM_SIZES), kinds=_size_kind(case))
+        got = _parts(call(fn, label, case["d_model"], case["d_ff"], case["style"], shown=HIDDEN not in label), label)
         expected = _expected_parts(**case)
         mistakes = block_part_mistakes(**case)
         for part in BLOCK_KEYS:
@@ -388,10 +378,9 @@ def check_ff_share(fn, cases: Sequence[Mapping] = (*BLOCK_CASES, *RANDOM_SIZES))
     """Check ``fn(d_model, d_ff, style) -> share``: the feed-forward layer's fraction of one
     block's parameters (attention, feed-forward and the block's two norms), not rounded."""
     for case in cases:
-        label = (_tagged(f"ff_share({_describe(case)})", case, RANDOM_SIZES)
-                 if is_shown(case, (*BLOCK_CASES, *RANDOM_SIZES))
-                 else on_hidden("ff_share", *_size_kind(case)))
-        got = own_work(fn, case["d_model"], case["d_ff"], case["style"])
+        label = named("ff_share", _describe(case), shown=is_shown(case, (*BLOCK_CASES, *RANDOM_SIZES)),
+                      random=is_shown(case, RANDOM_SIZES), kinds=_size_kind(case))
+        got = call(fn, label, case["d_model"], case["d_ff"], case["style"], shown=HIDDEN not in label)
         p = _expected_parts(**case)
         ff, attn, total = p["feed_forward"], p["attention"], p["total"]
         share = ff / total
@@ -429,12 +418,12 @@ def check_no_op(fn, blocks: Sequence[Mapping] = (*NO_OP_BLOCKS, *RANDOM_NO_OP_BL
     keeps its value.  ``blocks``: specs for :func:`toy_block`."""
     for spec in blocks:
         block = toy_block(**spec)
-        label = (_tagged(f"make_no_op(block with {_describe(spec)})", spec, RANDOM_NO_OP_BLOCKS)
-                 if is_shown(spec, (*NO_OP_BLOCKS, *RANDOM_NO_OP_BLOCKS))
-                 else on_hidden("make_no_op", *_block_kind(spec)))
+        label = named("make_no_op", f"block with {_describe(spec)}",
+                      shown=is_shown(spec, (*NO_OP_BLOCKS, *RANDOM_NO_OP_BLOCKS)),
+                      random=is_shown(spec, RANDOM_NO_OP_BLOCKS), kinds=_block_kind(spec))
         before = {n: p.detach().clone() for n, p in block.named_parameters()}
         result = _guarded(fn, {TransformerBlock.zero_output_projections:
-                               "block.zero_output_projections"}, block,
+                               "block.zero_output_projections"}, label, block,
                           advice="zero the two matrices and their biases yourself")
         if result is not block:
             raise CheckFailed(f"{label}: change the block in place and return it (got "
@@ -490,16 +479,15 @@ def check_add_block(fn, cases: Sequence[Mapping] = (*ADD_CASES, *RANDOM_ADD)) ->
         spec = {k: v for k, v in case.items() if k != "where"}
         model, where = toy_model(**spec), case["where"]
         shown = is_shown(case, (*ADD_CASES, *RANDOM_ADD))
-        label = (_tagged(f"add_no_op_block({_describe(spec)} model, where={where})", case,
-                         RANDOM_ADD) if shown
-                 else on_hidden("add_no_op_block", _model_kind(spec)))
+        label = named("add_no_op_block", f"{_describe(spec)} model, where={where}", shown=shown,
+                      random=is_shown(case, RANDOM_ADD), kinds=(_model_kind(spec),))
         at = f"index {where}" if shown else "index where"  # a hidden input's position unsaid
         before = copy.deepcopy(model.state_dict())
         n_before = len(model.blocks)
         tokens = _tokens(model, where)
         with torch.no_grad():
             expected = model(tokens)
-        result = _guarded(fn, {}, model, where)
+        result = _guarded(fn, {}, label, model, where)
         untouched = len(model.blocks) == n_before and all(
             torch.equal(before[n], t) for n, t in model.state_dict().items())
         if result is model or not untouched:
@@ -550,11 +538,11 @@ def check_neuron_scores(fn, layers: Sequence[Mapping] = (*NEURON_LAYERS, *RANDOM
         mlp = toy_feed_forward(**spec)
         shown = is_shown(spec, (*NEURON_LAYERS, *RANDOM_LAYERS))
         square = spec.get("d_ff", 64) == spec.get("d_model", 32)
-        label = (_tagged(f"neuron_scores(layer with {_describe(spec)})", spec, RANDOM_LAYERS)
-                 if shown else
-                 on_hidden("neuron_scores", "a square layer (d_ff = d_model)" if square else ""))
+        label = named("neuron_scores", f"layer with {_describe(spec)}", shown=shown,
+                      random=is_shown(spec, RANDOM_LAYERS),
+                      kinds=("a square layer (d_ff = d_model)" if square else "",))
         with torch.no_grad():
-            got = _guarded(fn, _FORBIDDEN_PRUNING, mlp, advice="compute the norms yourself")
+            got = _guarded(fn, _FORBIDDEN_PRUNING, label, mlp, advice="compute the norms yourself")
             up, down = mlp.up.weight, mlp.down.weight  # (d_ff, d_model), (d_model, d_ff)
             d_ff = up.shape[0]
             if isinstance(got, torch.Tensor) and got.shape == (up.shape[1],) != (d_ff,):
@@ -600,10 +588,11 @@ def check_prune(fn, cases: Sequence[Mapping] = (*PRUNE_CASES, *RANDOM_PRUNE)) ->
         model, k = toy_model(**spec), case["k"]
         shown = is_shown(case, (*PRUNE_CASES, *RANDOM_PRUNE))
         every = all(k == b.mlp.up.out_features for b in model.blocks)
-        label = (_tagged(f"prune({_describe(spec)} model, k={k})", case, RANDOM_PRUNE) if shown else
-                 on_hidden("prune", _model_kind(spec), "k = d_ff: every neuron kept" if every else ""))
+        label = named("prune", f"{_describe(spec)} model, k={k}", shown=shown,
+                      random=is_shown(case, RANDOM_PRUNE),
+                      kinds=(_model_kind(spec), "k = d_ff: every neuron kept" if every else ""))
         before = copy.deepcopy(model.state_dict())
-        result = _guarded(fn, _FORBIDDEN_PRUNING, model, k,
+        result = _guarded(fn, _FORBIDDEN_PRUNING, label, model, k,
                           advice="use your own neuron_scores and build the narrow layer yourself")
         if result is model or not all(torch.equal(before[n], t)
                                       for n, t in model.state_dict().items()):
@@ -696,12 +685,11 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
         compressed = compressed_model(**case)
         how = {"ff": "feed-forward pruned", "kv": "key/value heads shared",
                "both": "feed-forward pruned and key/value heads shared"}[case["how"]]
-        label = (_tagged(f"compression_report(original, model compressed with {_describe(case)}, "
-                         "task)", case, RANDOM_REPORT)
-                 if is_shown(case, (*REPORT_CASES, *RANDOM_REPORT))
-                 else on_hidden("compression_report", how))
+        label = named("compression_report", f"original, model compressed with {_describe(case)}, task",
+                      shown=is_shown(case, (*REPORT_CASES, *RANDOM_REPORT)),
+                      random=is_shown(case, RANDOM_REPORT), kinds=(how,))
         with torch.no_grad():
-            got = _guarded(fn, {}, original, compressed, task)
+            got = _guarded(fn, {}, label, original, compressed, task)
         if not isinstance(got, Mapping) or any(k not in got for k in REPORT_KEYS):
             raise CheckFailed(f"{label}: return a dict with keys "
                               f"{', '.join(map(repr, REPORT_KEYS))}, got "
