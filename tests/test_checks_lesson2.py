@@ -130,12 +130,11 @@ def test_right_answers_pass(capsys):
 
 
 def test_the_figures_the_prose_states():
-    """Section 2 and the recap say "about 0.94 and 0.36", the module text 0.92 and 0.34, and that
-    the gaps are more than ten standard errors (seed 0, 10,000 draws)."""
+    """The recap says "about 0.94 and 0.36", section 2 "about a third" with the scale and
+    standard errors of "about a thousandth" (seed 0, 10,000 draws)."""
     (u, su), (s, ss) = (L2.largest_weight_reference(256, 8, flag) for flag in (False, True))
-    assert round(u, 2) == 0.94 and round(s, 2) == 0.36
-    assert (u - L2.SCALE_TEXT["unscaled"]) / (su / 100) > 10
-    assert (s - L2.SCALE_TEXT["scaled"]) / (ss / 100) > 10
+    assert round(u, 2) == 0.94 and round(s, 2) == 0.36 and abs(s - 1 / 3) < 0.03
+    assert all(0.0005 < std / 100 < 0.002 for std in (su, ss))
     assert math.isclose(largest_right(256, 8, False), u, rel_tol=1e-5)  # the notebook's way = the reference's
 
 
@@ -384,7 +383,7 @@ def test_tys_mistakes():
     assert "position encodings" in fails(L2.check_tys1, {"query": "d", "key": "a", "value": "c"})
     assert "keys 'query', 'key' and 'value'" in fails(L2.check_tys1, ["b", "a", "c"])
     u, s = largest_right(256, 8, False), largest_right(256, 8, True)
-    assert "module text's figure" in fails(L2.check_tys2, "b", 0.92, 0.34)
+    assert "not what these draws give" in fails(L2.check_tys2, "b", 0.92, 0.34)
     assert "swapped" in fails(L2.check_tys2, "b", s, u)
     assert "softmax makes the weights sum to 1" in fails(L2.check_tys2, "a", u, s)
     assert "reread the start of section 3" in fails(L2.check_tys3, "c", "b")
@@ -461,7 +460,7 @@ def test_tys2_coarse_rounding_says_give_two_decimals(unscaled, scaled, which):
     assert msg.startswith(f"{which} is not right: that looks rounded too far: give two decimals")
     assert "Monte-Carlo error" in msg and "more than" not in msg
     # the diagnoses of the known mistakes are kept
-    assert "module text's figure" in fails(L2.check_tys2, "b", 0.92, round(s, 2))
+    assert "not what these draws give" in fails(L2.check_tys2, "b", 0.92, round(s, 2))
     assert "swapped" in fails(L2.check_tys2, "b", round(s, 2), round(u, 2))
 
 
@@ -481,7 +480,8 @@ def test_notebook_grading_cells_are_well_formed():
     assert set(tests) >= {"attention", "largest-weight", "causal-mask", "previous-token",
                           "induction", "heads-above", "missing-or-ignored", "tys1", "tys2", "tys3"}
     text = "\n".join(c.source for c in nb.cells)
-    assert "prev_heads = heads_above(prev" in text and "induction_heads = heads_above(ind" in text
+    assert '"previous-token": heads_above(prev, THRESHOLD)' in text
+    assert '"induction": heads_above(ind, THRESHOLD)' in text
 
 
 def test_an_unwritten_answer_still_reads_as_not_written():
@@ -493,3 +493,61 @@ def test_an_unwritten_answer_still_reads_as_not_written():
                   L2.check_previous_token_score, L2.check_heads_above, L2.check_in_context_score):
         with pytest.raises(NotImplementedError):
             check(stub)
+
+
+# --- inputs made at run time: an answer that ignores its arguments fails the visible test ----------
+
+def _fixed_attention(q, k, v, mask=None):
+    """Right on the lesson's visible cases only (known by their shapes), else the first one's."""
+    fixed = {(tuple(a.shape), m is None): (a, b, c, m)
+             for a, b, c, m in (L2.attention_inputs(**case) for case in L2.ATTENTION_CASES)}
+    q0, k0, v0, m0 = fixed.get((tuple(q.shape), mask is None), next(iter(fixed.values())))
+    return attention_right(q0, k0, v0, m0)
+
+
+_PATTERN = L2.pattern_inputs(**L2.PATTERN_CASES[0])
+_TOKENS, _QUERY_PATTERN = L2.query_inputs(**L2.QUERY_CASES[0])
+_TABLE = torch.tensor([[0.10, 0.92, 0.30], [0.61, 0.05, 0.74]])
+
+
+@pytest.mark.parametrize("check, fn", [
+    (L2.check_attention, _fixed_attention),
+    (L2.check_largest_weight, lambda d_k, n_keys, scaled, n_trials, seed: largest_right(
+        256, 8, scaled, n_trials, 0)),
+    (L2.check_causal_mask, lambda n: mask_right(5)),
+    (L2.check_previous_token_score, lambda pattern: previous_right(_PATTERN)),
+    (L2.check_induction_score, lambda pattern, period: induction_right(_PATTERN, 4)),
+    (L2.check_heads_above, lambda scores, threshold: heads_right(_TABLE, 0.5)),
+    (L2.check_missing_or_ignored, lambda tokens, pattern, i, threshold=0.5: missing_right(
+        _TOKENS, _QUERY_PATTERN, i, threshold)),
+    (L2.check_in_context_score, lambda model, tokens, period: icl_right(
+        model, L2.context_inputs(**L2.CONTEXT_CASES[0]), 10)),
+], ids=["attention", "largest-weight", "causal-mask", "previous-token", "induction", "heads-above",
+        "missing-or-ignored", "icl"])
+def test_every_visible_test_catches_an_answer_that_ignores_its_arguments(check, fn):
+    """Each answer is right on the lesson's fixed visible input (so without the input made at
+    run time the visible test could not tell), and fails on the run-time one, named as such."""
+    msg = fails(check, fn)
+    assert msg.startswith(L2.RANDOM_TAG), msg
+
+
+def test_inputs_made_at_run_time_are_the_same_on_every_run_and_not_the_lessons():
+    assert L2._random("attention").random() == L2._random("attention").random()
+    for fixed, made in ((L2.ATTENTION_CASES, L2.RANDOM_ATTENTION), (L2.WEIGHT_CASES, L2.RANDOM_WEIGHT),
+                        (L2.MASK_SIZES, L2.RANDOM_MASK_SIZES), (L2.PATTERN_CASES, L2.RANDOM_PATTERN),
+                        (L2.QUERY_CASES, L2.RANDOM_QUERY), (L2.CONTEXT_CASES, L2.RANDOM_CONTEXT)):
+        assert not set(map(str, fixed)) & set(map(str, made))
+
+
+def test_types_are_checked_as_the_text_asks_and_named():
+    """A bool tensor for the mask, tensors for attention and the scores, a list for the heads:
+    anything else fails with a message naming the type it got."""
+    msg = fails(L2.check_causal_mask, lambda n: mask_right(n).tolist())
+    assert "return a bool torch tensor, got list" in msg, msg
+    msg = fails(L2.check_attention, lambda q, k, v, mask=None: tuple(
+        t.numpy() for t in attention_right(q, k, v, mask)))
+    assert "return a torch tensor, got ndarray" in msg, msg
+    msg = fails(L2.check_previous_token_score, lambda p: previous_right(p).tolist())
+    assert "return a torch tensor, got list" in msg, msg
+    msg = fails(L2.check_heads_above, lambda s, t: tuple(heads_right(s, t)))
+    assert "return a list of (layer, head) pairs, got tuple" in msg, msg

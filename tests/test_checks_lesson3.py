@@ -118,6 +118,48 @@ def test_the_figures_the_lesson_quotes():
     assert 256 * -(-int(2 * 4 * 4096 / 3) // 256) == 11008
 
 
+def test_the_claims_section_4_makes_of_its_tables():
+    """The notebook's demo cells print these tables; the prose reads them so (with course_lib's
+    pruning, which the model answer's matches: tests/test_compression.py): the first cut's 8-step
+    losses are explained exactly by the facts the 1-step test gets wrong, further down the measured
+    score beats that prediction, p⁸ misses both ways; sharing 2 key/value heads costs nothing."""
+    from course_lib.compression import chain_task, load_chain_model, prune_feed_forward, share_kv_heads
+    model, task = load_chain_model()[0], chain_task()
+    starts = torch.arange(task.d_vocab)
+    path = torch.cat([starts[:, None], task.follow(starts, 7)], dim=1)
+    rows = []
+    for k in range(64, 4, -4):
+        pruned = prune_feed_forward(model, k)
+        a1 = task.accuracy(pruned, 1)
+        if a1 == 1.0:
+            continue
+        prompts, answers = task.items(1)
+        with torch.no_grad():
+            wrong = pruned.generate(prompts, 1)[:, 1] != answers[:, 0]
+        rows.append((task.accuracy(pruned, 8), (~wrong[path]).all(dim=1).float().mean().item(), a1 ** 8))
+    assert rows[0][0] == rows[0][1]
+    assert any(measured > predicted for measured, predicted, _ in rows)
+    assert any(p8 > measured for measured, _, p8 in rows) and any(p8 < measured for measured, _, p8 in rows)
+    shared = share_kv_heads(model, 2)
+    assert task.accuracy(shared, 1) == task.accuracy(shared, 8) == 1.0
+
+
+def test_the_shares_where_two_thirds_stops_holding():
+    """Section 2 and the recap: about 0.81 of a grouped-query block, about 0.97 of Mixtral's,
+    45.5% of all of GPT-2 small (biases and norms included)."""
+    import course_lib as cl
+
+    def share(name):
+        b = cl.block_params(cl.load_card(name))
+        return b["feed_forward"] / b["total"]
+
+    assert round(share("Meta-Llama-3-8B"), 2) == round(share("Mistral-7B-v0.1"), 2) == 0.81
+    assert round(share("Mixtral-8x7B-v0.1"), 2) == 0.97
+    gpt2 = cl.load_card("gpt2")
+    ff = gpt2.n_layers * cl.block_params(gpt2)["feed_forward"]
+    assert round(100 * ff / cl.count_params(gpt2).total, 1) == 45.5
+
+
 # --- named mistakes -------------------------------------------------------------------------------
 
 def test_stream_mistakes():
@@ -167,11 +209,14 @@ def test_block_part_mistakes_are_named(style, change, phrase):
         assert not re.search(rf"(?<![\d,]){v:,}(?![\d,])|(?<!\d){v}(?!\d)", feedback)
 
 
-def test_d_ff_ignored_fails_a_hidden_case():
+def test_d_ff_ignored_fails_the_visible_random_case_and_a_hidden_one():
     def four_d(d_model, d_ff, style):
         return parts_right(d_model, 4 * d_model if style == "gpt2" else d_ff, style)
 
-    L3.check_block_parts(four_d)  # GPT-2 small has d_ff = 4·d_model: the visible test cannot tell
+    L3.check_block_parts(four_d, cases=L3.BLOCK_CASES)  # GPT-2 small has d_ff = 4·d_model
+    assert L3.RANDOM_SIZES[0]["d_ff"] != 4 * L3.RANDOM_SIZES[0]["d_model"]
+    msg = fails(L3.check_block_parts, four_d)
+    assert msg.startswith(L3.RANDOM_TAG + "block_parts(") and "use it, not 4·d_model" in msg, msg
     assert "use it, not 4·d_model" in fails(L3.check_block_parts, four_d,
                                              cases=[dict(d_model=64, d_ff=200, style="gpt2")])
 
@@ -387,3 +432,74 @@ def test_each_wrong_answer_fails_exactly_its_cells(wrong):
     through nbgrader's autograde, packed)."""
     _, answers, _ = _cells()
     assert _failing({**answers, wrong.cell: wrong.source}) == set(wrong.loses)
+
+
+# --- inputs made at run time: an answer that ignores its arguments fails the visible test ----------
+
+def test_right_answers_pass_the_visible_inputs_made_at_run_time():
+    L3.check_stream_parts(stream_right)
+    L3.check_block_parts(parts_right)
+    L3.check_ff_share(share_right)
+    L3.check_no_op(no_op_right)
+    L3.check_add_block(add_right)
+    L3.check_neuron_scores(scores_right)
+    L3.check_prune(prune_right)
+    L3.check_compression_report(report_right)
+
+
+def _fixed_parts(d_model, d_ff, style):
+    """GPT-2 small's block or Llama 2 7B's, whatever the arguments."""
+    return parts_right(768, 3072, "gpt2") if style == "gpt2" else parts_right(4096, 11008, "llama")
+
+
+def _fixed_stream(block, x):
+    """The notes of the visible block on its input, whatever the arguments."""
+    spec = L3.STREAM_BLOCKS[0]
+    return stream_right(L3.toy_block(**spec), L3._inputs(32, spec["seed"]))
+
+
+def _fixed_report(original, compressed, task):
+    """The visible case's report (feed-forward pruned to 36), whatever the arguments."""
+    return report_right(original, L3.compressed_model(**L3.REPORT_CASES[0]), task)
+
+
+@pytest.mark.parametrize("check, fn", [
+    (L3.check_stream_parts, _fixed_stream),
+    (L3.check_block_parts, _fixed_parts),
+    (L3.check_ff_share, lambda d_model, d_ff, style: share_right(
+        *((768, 3072) if style == "gpt2" else (4096, 11008)), style)),
+    (L3.check_add_block, lambda model, where: add_right(model, 1)),
+    (L3.check_neuron_scores, lambda mlp: scores_right(L3.toy_feed_forward(**L3.NEURON_LAYERS[0]))),
+    (L3.check_prune, lambda model, k: prune_right(model, 40)),
+    (L3.check_compression_report, _fixed_report),
+], ids=["stream-parts", "block-parts", "ff-share", "add-block", "neuron-scores", "prune", "report"])
+def test_every_visible_test_catches_an_answer_that_ignores_its_arguments(check, fn):
+    """Each answer is right on the lesson's fixed visible input (so without the input made at
+    run time the visible test could not tell), and fails on the run-time one, named as such."""
+    msg = fails(check, fn)
+    assert msg.startswith(L3.RANDOM_TAG), msg
+
+
+def test_a_no_op_that_assumes_biases_fails_the_visible_random_block():
+    """make_no_op cannot ignore its argument (it changes that block), but one written for
+    GPT-2's biases alone fails on the Llama-style block made at run time."""
+    def gpt2_only(block):
+        with torch.no_grad():
+            for layer in (block.attn.out_proj, block.mlp.down):
+                layer.weight.zero_()
+                layer.bias.zero_()
+        return block
+
+    L3.check_no_op(gpt2_only, blocks=L3.NO_OP_BLOCKS)
+    assert L3.RANDOM_NO_OP_BLOCKS[0]["style"] == "llama"
+    with pytest.raises(AttributeError):
+        L3.check_no_op(gpt2_only)
+
+
+def test_types_are_checked_as_the_text_asks_and_named():
+    msg = fails(L3.check_compression_report, lambda o, c, t: list(report_right(o, c, t).values()))
+    assert "return a dict with keys" in msg and msg.endswith("got list"), msg
+    msg = fails(L3.check_compression_report, lambda o, c, t: {"attention": 0})
+    assert msg.endswith("got the keys ['attention']"), msg
+    msg = fails(L3.check_neuron_scores, lambda mlp: scores_right(mlp).tolist())
+    assert "expected a torch tensor, got list" in msg, msg

@@ -22,6 +22,7 @@ Inputs are drawn from their own ``torch.Generator`` so the notebook's random sta
 from __future__ import annotations
 
 import math
+import random
 from functools import lru_cache
 from typing import Mapping, Sequence
 
@@ -36,9 +37,7 @@ from . import (CheckFailed, _as_number, check_choice, check_equal, check_value, 
 # --- the lesson's fixed figures (inputs, not answers) -----------------------------------------
 
 SCALE_TEST = dict(d_k=256, n_keys=8)
-"""The module text's softmax test: one query against 8 keys of d_k = 256."""
-SCALE_TEXT = dict(unscaled=0.92, scaled=0.34)
-"""The module text's figures for that test (our measurement differs: the notebook measures its own, section 2)."""
+"""Section 2's softmax test: one query against 8 keys of d_k = 256."""
 SCALE_TRIALS, SCALE_SEED = 10_000, 0
 """Draws and seed of the notebook's own measurement."""
 PAPER_BASE = dict(d_model=512, n_heads=8)
@@ -64,6 +63,45 @@ CONTEXT_CASES = (dict(n_seqs=50, pos=32, period=10, seed=123),)
 """Visible cases of :func:`check_in_context_score` (repeated tokens for the shipped model)."""
 
 LABELS = ("missing", "ignored", "used")
+
+RANDOM_TAG = "[random shape] "
+"""How a label marks an input made at run time."""
+
+
+def _random(name: str) -> random.Random:
+    """The seeded generator of one exercise's run-time input: the same on every run, so the
+    grader's run of the model answer tries the same inputs as the learner's."""
+    return random.Random(f"lesson2/{name}")
+
+
+def _tagged(label: str, case, randoms) -> str:
+    """``label`` marked with :data:`RANDOM_TAG` if ``case`` is one of ``randoms``."""
+    return RANDOM_TAG + label if is_shown(case, randoms) else label
+
+
+# Inputs made at run time (seeded): every visible test of a function tries one besides the
+# lesson's fixed case, so that an answer which ignores its arguments fails in the notebook.
+_r = _random("attention")
+RANDOM_ATTENTION = (dict(batch=_r.choice(((3,), (2, 2))), n_q=_r.randint(2, 7), n_k=_r.randint(3, 9),
+                         d_k=_r.choice((4, 12, 16, 24)), d_v=_r.randint(2, 7), mask="random",
+                         seed=_r.randint(100, 10_000)),)
+_r = _random("largest_weight")
+RANDOM_WEIGHT = (dict(d_k=_r.choice((8, 32, 48, 128)), n_keys=_r.randint(3, 12),
+                      seed=_r.randint(100, 10_000)),)
+RANDOM_MASK_SIZES = (_random("causal_mask").randint(6, 20),)
+_r = _random("patterns")
+_pos = _r.randint(8, 18)
+RANDOM_PATTERN = (dict(shape=(_r.randint(2, 5), _pos, _pos), period=_r.randint(2, _pos // 2),
+                       seed=_r.randint(100, 10_000), kind="induction"),)
+_r = _random("heads_above")
+RANDOM_TABLE = dict(n_layers=_r.randint(2, 5), n_heads=_r.randint(2, 6), seed=_r.randint(100, 10_000),
+                    threshold=_r.choice((0.3, 0.4, 0.6)))
+_r = _random("queries")
+RANDOM_QUERY = (dict(pos=_r.randint(10, 24), period=_r.randint(3, 8), seed=_r.randint(100, 10_000)),)
+_r = _random("context")
+RANDOM_CONTEXT = (dict(n_seqs=_r.randint(20, 40), pos=_r.randint(20, 32), period=_r.randint(5, 12),
+                       seed=_r.randint(100, 10_000)),)
+del _r, _pos
 
 WEIGHT_TRIALS = 4000
 """Draws per case of :func:`check_largest_weight` in the visible test."""
@@ -114,14 +152,11 @@ def _torch():
 
 
 def _tensor(x, what: str):
-    """``x`` as a float64 tensor (a tensor, numpy array, list or number), or CheckFailed."""
+    """``x`` (a torch tensor, as the exercises ask) in float64, or CheckFailed naming its type."""
     torch = _torch()
     if isinstance(x, torch.Tensor):
         return x.detach().to(torch.float64)
-    try:
-        return torch.as_tensor(x, dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError):
-        raise CheckFailed(f"{what}: expected a tensor, got {type(x).__name__} {x!r:.60}") from None
+    raise CheckFailed(f"{what}: return a torch tensor, got {type(x).__name__}")
 
 
 def _close(a, b, atol=1e-5, rtol=1e-4) -> bool:
@@ -210,7 +245,7 @@ def _got_shape(shape, shown: bool) -> str:
     return f", got {tuple(shape)}" if shown else ", got another shape"
 
 
-def check_attention(fn, cases: Sequence[Mapping] = ATTENTION_CASES) -> None:
+def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_ATTENTION)) -> None:
     """Check ``fn(q, k, v, mask=None) -> (out, weights)``: softmax(q kᵀ / sqrt(d_k)) v, with
     a bool ``mask`` (True = may attend, broadcast over the leading dimensions) applied to the
     scores before the softmax.  out: (..., n_q, d_v); weights: (..., n_q, n_k), rows summing to
@@ -220,8 +255,9 @@ def check_attention(fn, cases: Sequence[Mapping] = ATTENTION_CASES) -> None:
     import torch.nn.functional as F
     for case in cases:
         q, k, v, mask = attention_inputs(**case)
-        shown = is_shown(case, ATTENTION_CASES)
-        label = _label(q, k, v, mask) if shown else _hidden_attention_label(case)
+        shown = is_shown(case, (*ATTENTION_CASES, *RANDOM_ATTENTION))
+        label = (_tagged(_label(q, k, v, mask), case, RANDOM_ATTENTION) if shown
+                 else _hidden_attention_label(case))
         args = (q.clone(), k.clone(), v.clone()) + (() if mask is None else (mask.clone(),))
         result = _own(fn, label, *args, shown=shown)
         if not isinstance(result, (tuple, list)) or len(result) != 2:
@@ -317,7 +353,7 @@ def _mc_tolerance(std, n_trials) -> float:
     return 5 * std * math.sqrt(2 / n_trials) + 1e-9
 
 
-def check_largest_weight(fn, cases: Sequence[Mapping] = WEIGHT_CASES,
+def check_largest_weight(fn, cases: Sequence[Mapping] = (*WEIGHT_CASES, *RANDOM_WEIGHT),
                          n_trials: int = WEIGHT_TRIALS) -> None:
     """Check ``fn(d_k, n_keys, scaled, n_trials, seed) -> float``: the mean, over n_trials
     seeded draws of a standard normal query and n_keys standard normal keys of width d_k, of the
@@ -328,8 +364,9 @@ def check_largest_weight(fn, cases: Sequence[Mapping] = WEIGHT_CASES,
         d_k, n_keys, seed = case["d_k"], case["n_keys"], case["seed"]
         for scaled in (False, True):
             args = dict(d_k=d_k, n_keys=n_keys, scaled=scaled, n_trials=n_trials, seed=seed)
-            shown = is_shown(case, WEIGHT_CASES) and n_trials == WEIGHT_TRIALS
-            label = ("mean_largest_weight(" + ", ".join(f"{k}={v}" for k, v in args.items()) + ")"
+            shown = is_shown(case, (*WEIGHT_CASES, *RANDOM_WEIGHT)) and n_trials == WEIGHT_TRIALS
+            label = (_tagged("mean_largest_weight(" + ", ".join(f"{k}={v}" for k, v in args.items())
+                             + ")", case, RANDOM_WEIGHT)
                      if shown else on_hidden("mean_largest_weight", f"scaled={scaled}"))
             got = _as_number(_own(fn, label, shown=shown, **args), label)
             mean, std = largest_weight_reference(d_k, n_keys, scaled, n_trials, seed)
@@ -364,19 +401,17 @@ def check_largest_weight(fn, cases: Sequence[Mapping] = WEIGHT_CASES,
 
 # --- 3. the causal mask ----------------------------------------------------------------------
 
-def check_causal_mask(fn, sizes: Sequence[int] = MASK_SIZES) -> None:
+def check_causal_mask(fn, sizes: Sequence[int] = (*MASK_SIZES, *RANDOM_MASK_SIZES)) -> None:
     """Check ``fn(n) -> (n, n) bool tensor``: True where query i may attend to key j, that is
     j <= i (a token sees itself and the tokens before it).  Reference: ``ones(n, n).tril()``."""
     torch = _torch()
     for n in sizes:
-        shown = n in MASK_SIZES
-        label = f"causal_mask({n})" if shown else on_hidden("causal_mask")
+        shown = n in (*MASK_SIZES, *RANDOM_MASK_SIZES)
+        label = (_tagged(f"causal_mask({n})", n, RANDOM_MASK_SIZES) if shown
+                 else on_hidden("causal_mask"))
         got = _own(fn, label, n, shown=shown)
         if not isinstance(got, torch.Tensor):
-            try:
-                got = torch.as_tensor(got)
-            except (TypeError, ValueError, RuntimeError):
-                raise CheckFailed(f"{label}: return a tensor, got {type(got).__name__}") from None
+            raise CheckFailed(f"{label}: return a bool torch tensor, got {type(got).__name__}")
         if tuple(got.shape) != (n, n):
             raise CheckFailed(f"{label}: return an (n, n) tensor, rows = queries, columns = keys"
                               + (f"; got shape {tuple(got.shape)}" if shown else ""))
@@ -448,15 +483,17 @@ def _hidden_pattern_label(name: str, case: Mapping) -> str:
                      "a single pattern, no leading dimensions" if one else "")
 
 
-def check_previous_token_score(fn, cases: Sequence[Mapping] = PATTERN_CASES) -> None:
+def check_previous_token_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *RANDOM_PATTERN)
+                               ) -> None:
     """Check ``fn(pattern) -> (...)`` scores: the mean, over queries 1 .. pos-1, of the weight
     each puts on the key just before it.  Reference: course_lib.tasks.previous_token_score."""
     torch = _torch()
     from ..tasks import previous_token_score
     for case in cases:
         p = pattern_inputs(**case)
-        shown = is_shown(case, PATTERN_CASES)
-        label = (f"previous_token_score(pattern {tuple(p.shape)})" if shown
+        shown = is_shown(case, (*PATTERN_CASES, *RANDOM_PATTERN))
+        label = (_tagged(f"previous_token_score(pattern {tuple(p.shape)})", case, RANDOM_PATTERN)
+                 if shown
                  else _hidden_pattern_label("previous_token_score", case))
         got = _score_result(_own(fn, label, p.clone(), shown=shown), label, p.shape[:-2], shown)
         expected = previous_token_score(p).to(torch.float64)
@@ -493,7 +530,7 @@ def _induction_variant(p, period, offset=1, every_copy=True, first_query=None):
     return per_query[..., start:].mean(-1)
 
 
-def check_induction_score(fn, cases: Sequence[Mapping] = PATTERN_CASES) -> None:
+def check_induction_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *RANDOM_PATTERN)) -> None:
     """Check ``fn(pattern, period) -> (...)`` scores: for queries i >= period, the weight on
     the keys right after each earlier copy of the current token (i - period + 1,
     i - 2·period + 1, ...), averaged over those queries.  Reference:
@@ -503,8 +540,9 @@ def check_induction_score(fn, cases: Sequence[Mapping] = PATTERN_CASES) -> None:
     for case in cases:
         p = pattern_inputs(**case)
         period = case["period"]
-        shown = is_shown(case, PATTERN_CASES)
-        label = (f"induction_score(pattern {tuple(p.shape)}, period={period})" if shown
+        shown = is_shown(case, (*PATTERN_CASES, *RANDOM_PATTERN))
+        label = (_tagged(f"induction_score(pattern {tuple(p.shape)}, period={period})", case,
+                         RANDOM_PATTERN) if shown
                  else _hidden_pattern_label("induction_score", case))
         got = _score_result(_own(fn, label, p.clone(), period, shown=shown), label, p.shape[:-2],
                             shown)
@@ -543,14 +581,21 @@ def check_heads_above(fn, tables: Sequence = None) -> None:
     """Check ``fn(scores, threshold) -> [(layer, head), ...]``: every head of an
     (n_layers, n_heads) score table above the threshold, the highest score first."""
     torch = _torch()
-    shown = tables is None  # the visible test's table
+    shown = tables is None  # the visible test's tables: the lesson's and one made at run time
     if tables is None:
-        tables = [(torch.tensor([[0.10, 0.92, 0.30], [0.61, 0.05, 0.74]]), 0.5)]
-    for scores, threshold in tables:
+        t = RANDOM_TABLE
+        g = torch.Generator().manual_seed(t["seed"])
+        tables = [(torch.tensor([[0.10, 0.92, 0.30], [0.61, 0.05, 0.74]]), 0.5),
+                  (torch.rand(t["n_layers"], t["n_heads"], generator=g), t["threshold"])]
+    for number, (scores, threshold) in enumerate(tables):
         scores = torch.as_tensor(scores, dtype=torch.float32)
-        label = (f"heads_above(scores {tuple(scores.shape)}, threshold={threshold})" if shown
+        label = ((RANDOM_TAG if number else "")
+                 + f"heads_above(scores {tuple(scores.shape)}, threshold={threshold})" if shown
                  else on_hidden("heads_above"))
         got = _own(fn, label, scores.clone(), threshold, shown=shown)
+        if not isinstance(got, list):
+            raise CheckFailed(f"{label}: return a list of (layer, head) pairs, got "
+                              f"{type(got).__name__}")
         try:
             got = [tuple(int(x) for x in pair) for pair in got]
             if any(len(pair) != 2 for pair in got):
@@ -625,15 +670,16 @@ def missing_or_ignored_reference(tokens, pattern, i, threshold=0.5, keys="after-
     return "ignored" if low else "used"
 
 
-def check_missing_or_ignored(fn, cases: Sequence[Mapping] = QUERY_CASES,
+def check_missing_or_ignored(fn, cases: Sequence[Mapping] = (*QUERY_CASES, *RANDOM_QUERY),
                              threshold: float = THRESHOLD) -> None:
     """Check ``fn(tokens, pattern, i, threshold) -> "missing" | "ignored" | "used"`` for every
     query i < pos - 1 of seeded repeated tokens and patterns (:func:`query_inputs`)."""
     for case in cases:
         tokens, pattern = query_inputs(**case)
         pos = len(tokens)
-        shown = is_shown(case, QUERY_CASES) and threshold == THRESHOLD
-        label = (f"missing_or_ignored on {pos} tokens with period {case['period']}" if shown
+        shown = is_shown(case, (*QUERY_CASES, *RANDOM_QUERY)) and threshold == THRESHOLD
+        label = (_tagged(f"missing_or_ignored on {pos} tokens with period {case['period']}", case,
+                         RANDOM_QUERY) if shown
                  else on_hidden("missing_or_ignored"))
         got = []
         for i in range(pos - 1):
@@ -708,7 +754,7 @@ def context_inputs(n_seqs=50, pos=32, period=10, seed=123):
     return repeated_tokens(n_seqs, pos, 64, period, torch.Generator().manual_seed(seed))
 
 
-def check_in_context_score(fn, cases: Sequence[Mapping] = CONTEXT_CASES) -> None:
+def check_in_context_score(fn, cases: Sequence[Mapping] = (*CONTEXT_CASES, *RANDOM_CONTEXT)) -> None:
     """Check ``fn(model, tokens, period) -> float``: the mean next-token loss on the tokens of
     the later copies (positions period .. pos-1) minus that on the first copy (positions
     1 .. period-1), in nats, for the shipped induction model.  Reference:
@@ -719,8 +765,9 @@ def check_in_context_score(fn, cases: Sequence[Mapping] = CONTEXT_CASES) -> None
     for case in cases:
         tokens = context_inputs(**case)
         p = case["period"]
-        shown = is_shown(case, CONTEXT_CASES)
-        label = (f"in_context_score(model, tokens {tuple(tokens.shape)}, period={p})" if shown
+        shown = is_shown(case, (*CONTEXT_CASES, *RANDOM_CONTEXT))
+        label = (_tagged(f"in_context_score(model, tokens {tuple(tokens.shape)}, period={p})", case,
+                         RANDOM_CONTEXT) if shown
                  else on_hidden("in_context_score"))
         got = _as_number(_own(fn, label, model, tokens.clone(), p, shortcuts=False, shown=shown),
                          label)
@@ -748,11 +795,7 @@ QKV_OPTIONS = {
     "e": "how likely the token is to come next",
 }
 """The sentences of test-yourself question 1 (the notebook prints them)."""
-TYS1_SEALED = {  # name -> its sealed letter
-    'query': SEALED['lesson2/tys1/query'],
-    'key': SEALED['lesson2/tys1/key'],
-    'value': SEALED['lesson2/tys1/value'],
-}
+TYS1_SEALED = {name: SEALED[f"lesson2/tys1/{name}"] for name in ("query", "key", "value")}
 
 
 def check_tys1(answer) -> None:
@@ -781,8 +824,8 @@ TYS2_REASON = SEALED['lesson2/tys2_reason']
 # the difference of two independent means of 10,000 draws (:func:`_mc_tolerance` of the
 # reference's spread, about 1 % and 2.3 % of the two means, under 0.01 either way), so any
 # honest way of drawing passes, and so does a figure rounded to two decimals, as the question
-# asks (off by at most 0.005).  Sealed as mistakes: the module text's figures, the swapped
-# pair, and each figure rounded further (to one decimal, or to a whole number when that is
+# asks (off by at most 0.005).  Sealed as mistakes: 0.92 and 0.34 (not what these draws give),
+# the swapped pair, and each figure rounded further (to one decimal, or to a whole number when that is
 # not 0), which gets "give two decimals" rather than a wrong-measurement hint.
 TYS2_UNSCALED = SEALED['lesson2/tys2_unscaled']
 

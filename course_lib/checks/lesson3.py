@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import random
 from typing import Callable, Mapping, Sequence
 
 import torch
@@ -67,6 +68,43 @@ BLOCK_PARTS = ("norm_1", "attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.out_
                "norm_2", "mlp.up", "mlp.down")
 """Names of a GPT-2-style TransformerBlock's parts (test-yourself 1)."""
 _ATOL = 1e-5
+
+RANDOM_TAG = "[random shape] "
+"""How a label marks an input made at run time."""
+
+
+def _random(name: str) -> random.Random:
+    """The seeded generator of one exercise's run-time input: the same on every run, so the
+    grader's run of the model answer tries the same inputs as the learner's."""
+    return random.Random(f"lesson3/{name}")
+
+
+def _random_block(name: str) -> dict:
+    r = _random(name)
+    style, d_model = r.choice(STYLES), r.choice((16, 24, 48))
+    return dict(style=style, d_model=d_model, n_heads=r.choice((2, 4)), seed=r.randint(100, 10_000))
+
+
+# Inputs made at run time (seeded): every visible test of a function tries one besides the
+# lesson's fixed cases, so that an answer which ignores its arguments fails in the notebook.
+RANDOM_STREAM_BLOCKS = (_random_block("stream"),)
+RANDOM_NO_OP_BLOCKS = (_random_block("no_op"),)
+_r = _random("sizes")
+RANDOM_SIZES = (dict(d_model=64 * _r.randint(4, 40), d_ff=16 * _r.randint(40, 400),
+                     style=_r.choice(STYLES)),)
+_r = _random("add_block")
+_n = _r.randint(2, 3)
+RANDOM_ADD = (dict(model="toy", n_layers=_n, seed=_r.randint(100, 10_000), where=_r.randint(0, _n)),)
+_r = _random("neurons")
+RANDOM_LAYERS = (dict(d_model=_r.randint(8, 40), d_ff=_r.randint(41, 80), seed=_r.randint(100, 10_000)),)
+RANDOM_PRUNE = (dict(model="chain", k=_random("prune").randint(8, 60)),)
+RANDOM_REPORT = (dict(how="ff", k=_random("report").randint(8, 60)),)
+del _r, _n
+
+
+def _tagged(label: str, case, randoms) -> str:
+    """``label`` marked with :data:`RANDOM_TAG` if ``case`` is one of ``randoms``."""
+    return RANDOM_TAG + label if is_shown(case, randoms) else label
 
 
 # --- test material -------------------------------------------------------------------------
@@ -212,15 +250,17 @@ def _option(x):
 
 # --- 1. the residual stream ----------------------------------------------------------------
 
-def check_stream_parts(fn, blocks: Sequence[Mapping] = STREAM_BLOCKS) -> None:
+def check_stream_parts(fn, blocks: Sequence[Mapping] = (*STREAM_BLOCKS, *RANDOM_STREAM_BLOCKS)
+                       ) -> None:
     """Check ``fn(block, x) -> (attention_note, feed_forward_note)``: what each part of a
     pre-norm block adds to the stream x (batch, pos, d_model), so that block(x) = x + both.
     ``blocks``: specs for :func:`toy_block`."""
     for spec in blocks:
         block = toy_block(**spec)
         x = _inputs(block.norm_1.weight.shape[0], spec.get("seed", 0))
-        shown = is_shown(spec, STREAM_BLOCKS)
-        label = (f"stream_parts(block with {_describe(spec)}, x)" if shown
+        shown = is_shown(spec, (*STREAM_BLOCKS, *RANDOM_STREAM_BLOCKS))
+        label = (_tagged(f"stream_parts(block with {_describe(spec)}, x)", spec,
+                         RANDOM_STREAM_BLOCKS) if shown
                  else on_hidden("stream_parts", *_block_kind(spec)))
         names = None if shown else "(batch, pos, d_model), the shape of x"
         with torch.no_grad():
@@ -328,12 +368,13 @@ def _parts(result, label: str) -> dict:
     return dict(result)
 
 
-def check_block_parts(fn, cases: Sequence[Mapping] = BLOCK_CASES) -> None:
+def check_block_parts(fn, cases: Sequence[Mapping] = (*BLOCK_CASES, *RANDOM_SIZES)) -> None:
     """Check ``fn(d_model, d_ff, style) -> {"attention", "feed_forward", "norms"}``: one block's
     parameters by part, style ``"gpt2"`` (biases, two LayerNorms, GELU) or ``"llama"`` (no
     biases, two RMSNorms, SwiGLU), multi-head attention (as many kv heads as heads)."""
     for case in cases:
-        label = (f"block_parts({_describe(case)})" if is_shown(case, BLOCK_CASES)
+        label = (_tagged(f"block_parts({_describe(case)})", case, RANDOM_SIZES)
+                 if is_shown(case, (*BLOCK_CASES, *RANDOM_SIZES))
                  else on_hidden("block_parts", *_size_kind(case)))
         got = _parts(own_work(fn, case["d_model"], case["d_ff"], case["style"]), label)
         expected = _expected_parts(**case)
@@ -343,11 +384,12 @@ def check_block_parts(fn, cases: Sequence[Mapping] = BLOCK_CASES) -> None:
                         mistakes=mistakes[part])
 
 
-def check_ff_share(fn, cases: Sequence[Mapping] = BLOCK_CASES) -> None:
+def check_ff_share(fn, cases: Sequence[Mapping] = (*BLOCK_CASES, *RANDOM_SIZES)) -> None:
     """Check ``fn(d_model, d_ff, style) -> share``: the feed-forward layer's fraction of one
     block's parameters (attention, feed-forward and the block's two norms), not rounded."""
     for case in cases:
-        label = (f"ff_share({_describe(case)})" if is_shown(case, BLOCK_CASES)
+        label = (_tagged(f"ff_share({_describe(case)})", case, RANDOM_SIZES)
+                 if is_shown(case, (*BLOCK_CASES, *RANDOM_SIZES))
                  else on_hidden("ff_share", *_size_kind(case)))
         got = own_work(fn, case["d_model"], case["d_ff"], case["style"])
         p = _expected_parts(**case)
@@ -380,14 +422,15 @@ _OUTPUTS = ("attn.out_proj.weight", "attn.out_proj.bias", "mlp.down.weight", "ml
 _INPUTS = ("attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight", "mlp.up.weight")
 
 
-def check_no_op(fn, blocks: Sequence[Mapping] = NO_OP_BLOCKS) -> None:
+def check_no_op(fn, blocks: Sequence[Mapping] = (*NO_OP_BLOCKS, *RANDOM_NO_OP_BLOCKS)) -> None:
     """Check ``fn(block) -> block``: the block changed in place so that it returns its input
     exactly (``torch.equal``), by zeroing only what writes into the stream (attention's output
     projection and the feed-forward down projection, weights and biases); every other parameter
     keeps its value.  ``blocks``: specs for :func:`toy_block`."""
     for spec in blocks:
         block = toy_block(**spec)
-        label = (f"make_no_op(block with {_describe(spec)})" if is_shown(spec, NO_OP_BLOCKS)
+        label = (_tagged(f"make_no_op(block with {_describe(spec)})", spec, RANDOM_NO_OP_BLOCKS)
+                 if is_shown(spec, (*NO_OP_BLOCKS, *RANDOM_NO_OP_BLOCKS))
                  else on_hidden("make_no_op", *_block_kind(spec)))
         before = {n: p.detach().clone() for n, p in block.named_parameters()}
         result = _guarded(fn, {TransformerBlock.zero_output_projections:
@@ -439,15 +482,16 @@ def check_no_op(fn, blocks: Sequence[Mapping] = NO_OP_BLOCKS) -> None:
         raise CheckFailed(f"{label}: the block does not return its input")
 
 
-def check_add_block(fn, cases: Sequence[Mapping] = ADD_CASES) -> None:
+def check_add_block(fn, cases: Sequence[Mapping] = (*ADD_CASES, *RANDOM_ADD)) -> None:
     """Check ``fn(model, where) -> new model``: a copy of a TinyGPT with one new block of the same
     shape inserted at index ``where`` of ``blocks``, built to change nothing: the logits are
     exactly (``torch.equal``) the original's.  The original model is left as it was."""
     for case in cases:
         spec = {k: v for k, v in case.items() if k != "where"}
         model, where = toy_model(**spec), case["where"]
-        shown = is_shown(case, ADD_CASES)
-        label = (f"add_no_op_block({_describe(spec)} model, where={where})" if shown
+        shown = is_shown(case, (*ADD_CASES, *RANDOM_ADD))
+        label = (_tagged(f"add_no_op_block({_describe(spec)} model, where={where})", case,
+                         RANDOM_ADD) if shown
                  else on_hidden("add_no_op_block", _model_kind(spec)))
         at = f"index {where}" if shown else "index where"  # a hidden input's position unsaid
         before = copy.deepcopy(model.state_dict())
@@ -499,14 +543,15 @@ _FORBIDDEN_PRUNING = {neuron_scores: "course_lib.compression.neuron_scores",
                       prune_feed_forward: "course_lib.compression.prune_feed_forward"}
 
 
-def check_neuron_scores(fn, layers: Sequence[Mapping] = NEURON_LAYERS) -> None:
+def check_neuron_scores(fn, layers: Sequence[Mapping] = (*NEURON_LAYERS, *RANDOM_LAYERS)) -> None:
     """Check ``fn(mlp) -> (d_ff,) scores``: ‖row i of up.weight‖ × ‖column i of down.weight‖
     for each neuron of a GELU FeedForward.  ``layers``: specs for :func:`toy_feed_forward`."""
     for spec in layers:
         mlp = toy_feed_forward(**spec)
-        shown = is_shown(spec, NEURON_LAYERS)
+        shown = is_shown(spec, (*NEURON_LAYERS, *RANDOM_LAYERS))
         square = spec.get("d_ff", 64) == spec.get("d_model", 32)
-        label = (f"neuron_scores(layer with {_describe(spec)})" if shown else
+        label = (_tagged(f"neuron_scores(layer with {_describe(spec)})", spec, RANDOM_LAYERS)
+                 if shown else
                  on_hidden("neuron_scores", "a square layer (d_ff = d_model)" if square else ""))
         with torch.no_grad():
             got = _guarded(fn, _FORBIDDEN_PRUNING, mlp, advice="compute the norms yourself")
@@ -546,16 +591,16 @@ def _matched_rows(rows: torch.Tensor, table: torch.Tensor) -> list:
     return out
 
 
-def check_prune(fn, cases: Sequence[Mapping] = PRUNE_CASES) -> None:
+def check_prune(fn, cases: Sequence[Mapping] = (*PRUNE_CASES, *RANDOM_PRUNE)) -> None:
     """Check ``fn(model, k) -> new model``: every block's feed-forward layer narrowed to the k
     neurons with the largest scores (rows of up with their biases, columns of down; down's bias
     kept), as a FeedForward of width k; the original model left as it was."""
     for case in cases:
         spec = {n: v for n, v in case.items() if n != "k"}
         model, k = toy_model(**spec), case["k"]
-        shown = is_shown(case, PRUNE_CASES)
+        shown = is_shown(case, (*PRUNE_CASES, *RANDOM_PRUNE))
         every = all(k == b.mlp.up.out_features for b in model.blocks)
-        label = (f"prune({_describe(spec)} model, k={k})" if shown else
+        label = (_tagged(f"prune({_describe(spec)} model, k={k})", case, RANDOM_PRUNE) if shown else
                  on_hidden("prune", _model_kind(spec), "k = d_ff: every neuron kept" if every else ""))
         before = copy.deepcopy(model.state_dict())
         result = _guarded(fn, _FORBIDDEN_PRUNING, model, k,
@@ -639,7 +684,8 @@ def _part_sizes(model) -> tuple[int, int]:
     return attn, ff
 
 
-def check_compression_report(fn, cases: Sequence[Mapping] = REPORT_CASES) -> None:
+def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RANDOM_REPORT)
+                             ) -> None:
     """Check ``fn(original, compressed, task) -> {"attention", "feed_forward", "one_step",
     "eight_step"}``: parameters removed from the attention layers and from the feed-forward
     layers (all blocks), and the compressed model's share of 1-step and of 8-step items of
@@ -650,13 +696,17 @@ def check_compression_report(fn, cases: Sequence[Mapping] = REPORT_CASES) -> Non
         compressed = compressed_model(**case)
         how = {"ff": "feed-forward pruned", "kv": "key/value heads shared",
                "both": "feed-forward pruned and key/value heads shared"}[case["how"]]
-        label = (f"compression_report(original, model compressed with {_describe(case)}, task)"
-                 if is_shown(case, REPORT_CASES) else on_hidden("compression_report", how))
+        label = (_tagged(f"compression_report(original, model compressed with {_describe(case)}, "
+                         "task)", case, RANDOM_REPORT)
+                 if is_shown(case, (*REPORT_CASES, *RANDOM_REPORT))
+                 else on_hidden("compression_report", how))
         with torch.no_grad():
             got = _guarded(fn, {}, original, compressed, task)
         if not isinstance(got, Mapping) or any(k not in got for k in REPORT_KEYS):
             raise CheckFailed(f"{label}: return a dict with keys "
-                              f"{', '.join(map(repr, REPORT_KEYS))}")
+                              f"{', '.join(map(repr, REPORT_KEYS))}, got "
+                              + (f"the keys {sorted(map(str, got))}" if isinstance(got, Mapping)
+                                 else type(got).__name__))
         a0, f0 = _part_sizes(original)
         a1, f1 = _part_sizes(compressed)
         total_removed = (a0 - a1) + (f0 - f1)
@@ -705,16 +755,8 @@ def check_compression_report(fn, cases: Sequence[Mapping] = REPORT_CASES) -> Non
 
 TYS_NEW_BLOCK_REASON = SEALED['lesson3/tys_new_block_reason']
 
-TYS_NEW_BLOCK_ZEROED = {  # part -> its sealed "yes" (zero it) or "no"
-    'norm_1': SEALED['lesson3/tys_new_block_zeroed/norm_1'],
-    'attn.q_proj': SEALED['lesson3/tys_new_block_zeroed/attn.q_proj'],
-    'attn.k_proj': SEALED['lesson3/tys_new_block_zeroed/attn.k_proj'],
-    'attn.v_proj': SEALED['lesson3/tys_new_block_zeroed/attn.v_proj'],
-    'attn.out_proj': SEALED['lesson3/tys_new_block_zeroed/attn.out_proj'],
-    'norm_2': SEALED['lesson3/tys_new_block_zeroed/norm_2'],
-    'mlp.up': SEALED['lesson3/tys_new_block_zeroed/mlp.up'],
-    'mlp.down': SEALED['lesson3/tys_new_block_zeroed/mlp.down'],
-}
+TYS_NEW_BLOCK_ZEROED = {part: SEALED[f"lesson3/tys_new_block_zeroed/{part}"] for part in BLOCK_PARTS}
+"""Each part's sealed "yes" (zero it) or "no"."""
 
 
 def check_tys_new_block(reason, zeroed) -> None:

@@ -3,7 +3,7 @@
 The mistakes are the ones the lesson warns about: the scale forgotten or taken as d_k, the
 softmax over the wrong axis, a causal mask off by one (the diagonal hidden) or inverted, a
 previous-token or induction score read at the wrong offset, an off-by-one split of the losses,
-and the module text's figures given instead of one's own measurement.  Test-yourself 2 reads
+and figures from elsewhere given instead of one's own measurement.  Test-yourself 2 reads
 the figures measured with ``mean_largest_weight``, so a mistake there costs ``t-tys2`` too."""
 from . import Wrong
 
@@ -75,6 +75,9 @@ WRONG = [
           ["t-causal-mask"], "off by one: the diagonal masked, a token cannot see itself"),
     Wrong("q-causal-mask", "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).triu(1)",
           ["t-causal-mask"], "inverted: True marks the hidden keys"),
+    Wrong("q-causal-mask", "def causal_mask(n):\n    return torch.ones(5, 5, dtype=torch.bool).tril()",
+          ["t-causal-mask"], "the example's size hard-coded: passes n = 5, fails the visible size "
+          "made at run time"),
 
     # --- exercises 4 and 5: head scores --------------------------------------------------------------
     Wrong("q-previous-token", '''
@@ -136,11 +139,11 @@ paper_score_std = (torch.randn(10_000, 64, generator=g) * torch.randn(10_000, 64
     Wrong("q-tys1", 'tys1 = {"query": "b", "key": "c", "value": "a"}', ["t-tys1"],
           "key and value swapped"),
     # q-largest-weight's entry also costs t-tys2, so this one goes first (its pack) and the
-    # module text's figures second, in a pack of their own for t-tys2.
+    # figures from elsewhere second, in a pack of their own for t-tys2.
     Wrong("q-tys2", 'tys2_reason = "a"\ntys2_unscaled = unscaled\ntys2_scaled = scaled', ["t-tys2"],
           "the scale taken as what makes the weights sum to 1"),
     Wrong("q-tys2", 'tys2_reason = "b"\ntys2_unscaled = 0.92\ntys2_scaled = 0.34', ["t-tys2"],
-          "the module text's figures instead of one's own measurement"),
+          "figures not measured here (0.92, 0.34) instead of one's own measurement"),
     Wrong("q-tys3", 'tys3_mask_does = "c"\ntys3_without = "b"', ["t-tys3"],
           "the mask taken to hide the token itself (the off-by-one mask)"),
     Wrong("q-tys3", 'tys3_mask_does = "a"\ntys3_without = "a"', ["t-tys3"],

@@ -87,6 +87,13 @@ WRONG = [
           "SwiGLU counted as two matrices"),
     Wrong("q-block-parts", _parts(gpt2_norms="0", llama_norms="0"),
           ["t-block-parts", "t-ff-share"], "norms forgotten"),
+    Wrong("q-block-parts", '''
+def block_parts(d_model, d_ff, style):
+    if style == "gpt2":  # GPT-2 small's block, the test's first case
+        return {"attention": 2_362_368, "feed_forward": 4_722_432, "norms": 3_072}
+    return {"attention": 67_108_864, "feed_forward": 135_266_304, "norms": 8_192}
+'''.strip(), ["t-block-parts", "t-ff-share"],
+          "the visible cases' counts hard-coded: fails the visible shape made at run time"),
 
     # --- exercise 3: ff_share --------------------------------------------------------------------
     Wrong("q-ff-share", "def ff_share(d_model, d_ff, style):\n    return 2 / 3",
