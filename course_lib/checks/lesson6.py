@@ -11,6 +11,11 @@ value:
 * counts of a model card (total and active parameters, KV cache per token, weight bytes,
   requests that fit) against course_lib's counters (``params``, ``memory``), themselves tested
   against ``transformers`` models built on the meta device.
+* the variants of 2025-26: one sequence's KV cache with each layer's kind (full attention,
+  a sliding window of ``min(n, window)`` tokens, latent attention's latent and rotary key) against
+  ``memory.kv_cache_bytes_per_sequence``, and one mixture-of-experts layer held and used (routed
+  experts, shared experts, router) against ``params``; each tried on two real cards of different
+  kinds and on a shape made at run time from a seeded ``random.Random`` (named ``[random shape]``).
 
 A card is given as a shipped card's name (``"Mixtral-8x7B-v0.1"``), a :class:`ModelShape`, or
 a dict of ModelShape fields.  Functions the learner writes are called through
