@@ -34,6 +34,7 @@ from ..units import GB, GiB, TiB, dtype_bytes, parse_size
 from . import (CheckFailed, as_keyed, check_choice, check_equal, check_sealed, check_value,
                is_shown, on_hidden, own_work, watch_calls)
 from .sealed import load as _load_sealed
+from .exercise import merged
 
 SEALED = _load_sealed("capstone")
 """This assignment's sealed answers by salt (sealed_answers/capstone.json)."""
@@ -326,8 +327,9 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int,
     if alt:
         requests["this card sets head_dim: use it for the cache"] = \
             _requests(mem, wb, seq * alt // s.d_head)
-    return {"total_params": total, "active_params": active,
-            "kv_cache_bytes_per_token": per_token, "requests_that_fit": requests}
+    # slips that give the same wrong value here are named together, so none hides another
+    return {"total_params": merged(total), "active_params": merged(active),
+            "kv_cache_bytes_per_token": merged(per_token), "requests_that_fit": merged(requests)}
 
 
 # --- helpers -----------------------------------------------------------------------------------
