@@ -36,6 +36,7 @@ from ..params import (attention_params_per_layer, count_params, feed_forward_par
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import check_sealed
+from .exercise import merged
 from .sealed import load as _load_sealed
 
 SEALED = _load_sealed("lesson6")
@@ -132,12 +133,7 @@ def _own(fn, *args, **kwargs):
     return result
 
 
-def _merged(mistakes: dict) -> dict:
-    """Mistakes that give the same wrong value on this input, named together ("... or ...")."""
-    by_value: dict = {}
-    for diagnosis, wrong in mistakes.items():
-        by_value.setdefault(wrong, []).append(diagnosis)
-    return {"; or ".join(ds): wrong for wrong, ds in by_value.items()}
+_merged = merged  # mistakes that give the same wrong value, named together (checks.exercise)
 
 
 # --- grouped-query attention -----------------------------------------------------------------
