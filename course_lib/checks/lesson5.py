@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Mapping, NamedTuple, Sequence
+from typing import Mapping, Sequence
 
 from ..cards import load_card
 from ..memory import kv_cache_bytes_per_sequence, requests_that_fit
 from ..params import count_params
 from ..shapes import ModelShape
-from ..units import GB, GiB
+from ..units import ACCELERATORS, GB, GiB
 from . import check_sealed
 from .sealed import load as _load_sealed
 
@@ -38,26 +38,8 @@ from . import (CheckFailed, builds_on, check_choice, check_close, check_value, i
                on_hidden, own_work)
 
 
-class Accelerator(NamedTuple):
-    """One accelerator's data-sheet figures (dense, no sparsity)."""
-
-    memory: str
-    """Memory as the vendor states it."""
-    bandwidth: float
-    """Memory bandwidth, bytes per second (TB/s × 10^12)."""
-    peak_bf16: float
-    """Peak 16-bit (bf16) FLOP/s (TFLOP/s × 10^12)."""
-
-
-ACCELERATORS = {
-    "A100 SXM 80GB": Accelerator("80 GB HBM2e", 2.039e12, 312e12),
-    "H100 SXM 80GB": Accelerator("80 GB HBM3", 3.35e12, 989e12),
-    "H200 SXM": Accelerator("141 GB HBM3e", 4.8e12, 989e12),
-}
-"""From NVIDIA's data sheets: the A100 Tensor Core GPU (80 GB SXM), the H100 Tensor Core GPU
-(SXM) and the H200 Tensor Core GPU: memory, memory bandwidth (bytes/s) and dense 16-bit peak
-(FLOP/s)."""
-
+# ACCELERATORS (imported above) is course_lib.units' table from NVIDIA's data sheets: memory
+# (data-sheet GB, 10^9 bytes: the course's convention), bandwidth (bytes/s), dense bf16 peak.
 A100 = "A100 SXM 80GB"
 BYTES_16BIT = 2
 PREFILL_TOKENS = 512
@@ -67,10 +49,14 @@ SEVEN_B = dict(n_layers=32, n_heads=32, n_kv_heads=32, d_head=128)
 """The module text's 7B-class shape (Llama 2 7B): 32 layers, 32 heads of 128."""
 SEVEN_B_TOKENS = 8192
 
-RECAP = dict(card="Llama-2-13b-hf", n_tokens=4096, memory_gib=80, bytes_per_number=2,
+RECAP = dict(card="Llama-2-13b-hf", n_tokens=4096, memory_gb=80, bytes_per_number=2,
              accelerator=A100)
-"""The recap's service: Llama 2 13B at its full context of 4,096 tokens on one 80 GiB A100,
-weights and cache in 16-bit."""
+"""The recap's service: Llama 2 13B at its full context of 4,096 tokens on one A100 SXM 80GB
+(80 × 10^9 bytes, course_lib.units' convention), weights and cache in 16-bit."""
+
+RANDOM_TAG = "[random shape] "
+"""How a label marks an input made at run time, from ``random.Random("lesson5/<exercise>")``
+(the same on every run, so the grader's run of the model answer tries it too)."""
 
 _DTYPE = {0.5: "int4", 1: "int8", 2: "bf16", 4: "fp32"}
 
@@ -116,9 +102,24 @@ def _option(x):
 
 # --- exercise 1: generation with a cache --------------------------------------------------------
 
+def _random_gen_case(r: random.Random) -> dict:
+    kv = r.choice((1, 2))
+    shape = (dict(kind="gpt2", d_model=8 * r.randint(2, 4), n_layers=r.randint(1, 3),
+                  n_heads=r.choice((2, 4)), d_vocab=r.randint(20, 60), n_ctx=64)
+             if r.random() < 0.5 else
+             dict(kind="llama", d_model=16 * kv * r.randint(1, 2), n_layers=r.randint(1, 3),
+                  n_heads=4 * kv, n_kv_heads=kv, d_ff=r.choice((32, 48)),
+                  d_vocab=r.randint(20, 60), n_ctx=64))
+    return dict(shape=shape, batch=r.randint(1, 3), prompt_len=r.randint(2, 8),
+                n_new=r.randint(3, 10), seed=r.randint(10, 999))
+
+
+RANDOM_GEN_CASE = _random_gen_case(random.Random("lesson5/generate_cached"))
 GEN_CASES = (dict(shape=dict(kind="gpt2", d_model=32, n_layers=2, n_heads=4, d_vocab=50,
-                             n_ctx=64), batch=2, prompt_len=6, n_new=12, seed=0),)
-"""Visible case of :func:`check_generate_cached`; the notebook's hidden tests pass others."""
+                             n_ctx=64), batch=2, prompt_len=6, n_new=12, seed=0),
+             RANDOM_GEN_CASE)
+"""Visible cases of :func:`check_generate_cached` (one made at run time); the notebook's hidden
+tests pass others."""
 
 
 def toy_model(shape: Mapping, seed: int):
@@ -202,6 +203,12 @@ def check_generate_cached(fn, cases: Sequence[Mapping] = GEN_CASES) -> None:
             _check_generate_case(fn, case)
 
 
+def _gen_shape_label(s: Mapping) -> str:
+    """The random case's model sizes (the first visible case's are named in the lesson)."""
+    return "" if s == GEN_CASES[0]["shape"] else (
+        "(" + ", ".join(f"{k}={v}" for k, v in s.items() if k != "kind") + ") ")
+
+
 def _check_generate_case(fn, case: Mapping) -> None:
     import torch
 
@@ -211,7 +218,8 @@ def _check_generate_case(fn, case: Mapping) -> None:
     expected = model.generate(prompt, n_new, use_cache=False)
     shown = is_shown(case, GEN_CASES)
     s = case["shape"]
-    label = (f"generate_cached on a {s['kind']} toy model "
+    label = (("" if case != RANDOM_GEN_CASE else RANDOM_TAG) + f"generate_cached on a "
+             f"{s['kind']} toy model {_gen_shape_label(s)}"
              f"(batch {case['batch']}, prompt of {p}, n_new={n_new})" if shown else
              on_hidden("generate_cached", f"a {s['kind']} toy model",
                        _heads_kind(s["n_heads"], s.get("n_kv_heads", s["n_heads"])),
@@ -221,6 +229,9 @@ def _check_generate_case(fn, case: Mapping) -> None:
     if not isinstance(got, torch.Tensor):
         raise CheckFailed(f"{label}: return a tensor of token ids (batch, pos + n_new), "
                           f"got {type(got).__name__}")
+    if got.dtype.is_floating_point or got.dtype.is_complex or got.dtype == torch.bool:
+        raise CheckFailed(f"{label}: return integer token ids (torch.long, as the prompt), "
+                          f"got a tensor of {got.dtype}")
     want = f" = ({case['batch']}, {p + n_new}), got {tuple(got.shape)}" if shown else ""
     if got.dim() != 2 or got.shape[0] != case["batch"]:
         raise CheckFailed(f"{label}: return shape (batch, pos + n_new){want}")
@@ -363,8 +374,14 @@ def check_flops_per_weight_byte(fn, cases: Sequence[Mapping] = INTENSITY_CASES) 
 
 # --- exercise 4: the ridge point ----------------------------------------------------------------
 
-RIDGE_CASES = (dict(peak_flops=312e12, bandwidth=2.039e12, bytes_per_number=2),)
-"""Visible case of :func:`check_ridge_point`: the A100 at 16-bit."""
+RANDOM_RIDGE_CASE = (lambda r: dict(peak_flops=r.choice((100e12, 400e12, 1979e12, 2250e12)),
+                                     bandwidth=r.choice((1e12, 1.6e12, 4e12, 8e12)),
+                                     bytes_per_number=r.choice((1, 4))))(
+    random.Random("lesson5/ridge_point"))
+"""An accelerator and a width made at run time (seeded)."""
+RIDGE_CASES = (dict(peak_flops=312e12, bandwidth=2.039e12, bytes_per_number=2),
+               RANDOM_RIDGE_CASE)
+"""Visible cases of :func:`check_ridge_point`: the A100 at 16-bit, and one made at run time."""
 
 
 def check_ridge_point(fn, cases: Sequence[Mapping] = RIDGE_CASES) -> None:
@@ -374,6 +391,8 @@ def check_ridge_point(fn, cases: Sequence[Mapping] = RIDGE_CASES) -> None:
     ridge · bytes_per_number / 2 sequences (a float; no rounding needed)."""
     for case in cases:
         result, label = _call(fn, "ridge_point", case, is_shown(case, RIDGE_CASES))
+        if case == RANDOM_RIDGE_CASE:
+            label = RANDOM_TAG + label
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise CheckFailed(f"{label}: return 2 numbers, (ridge, batch), got "
                               f"{type(result).__name__} {result!r:.60}")
@@ -404,34 +423,42 @@ def check_ridge_point(fn, cases: Sequence[Mapping] = RIDGE_CASES) -> None:
 
 # --- exercise 5: requests that fit --------------------------------------------------------------
 
-REQUEST_CASES = (dict(card="Llama-2-7b-hf", memory_gib=80, n_tokens=4096, bytes_per_number=2),)
-"""Visible case of :func:`check_requests_fit`; each case names a shipped card (with no sliding
-window, so every token is kept), the memory in GiB, the context length and the bytes per
-number of weights and cache."""
+RANDOM_REQUEST_CASE = (lambda r: dict(card=r.choice(("Llama-2-7b-hf", "Llama-2-13b-hf")),
+                                       memory_gb=r.choice((40, 48, 94, 141)),
+                                       n_tokens=r.randint(256, 4096),
+                                       bytes_per_number=r.choice((1, 2))))(
+    random.Random("lesson5/requests_fit"))
+"""A card, a memory, a context and a width made at run time (seeded)."""
+REQUEST_CASES = (dict(card="Llama-2-7b-hf", memory_gb=80, n_tokens=4096, bytes_per_number=2),
+                 RANDOM_REQUEST_CASE)
+"""Visible cases of :func:`check_requests_fit`; each case names a shipped card (with no sliding
+window, so every token is kept), the memory in GB (10^9 bytes, as a data sheet states it: the
+convention of course_lib.units), the context length and the bytes per number of weights and
+cache."""
 
 
-def request_args(card, memory_gib, n_tokens, bytes_per_number) -> dict:
+def request_args(card, memory_gb, n_tokens, bytes_per_number) -> dict:
     """The arguments the learner's ``requests_fit`` gets for a case: numbers from the card."""
     s = load_card(card)
     if s.sliding_window is not None or s.mla is not None:
         raise ValueError(f"{card} has a sliding window or latent attention: the simple cache "
                          "formula does not hold")
-    return dict(memory_gib=memory_gib, n_params=count_params(s).total, n_layers=s.n_layers,
+    return dict(memory_gb=memory_gb, n_params=count_params(s).total, n_layers=s.n_layers,
                 n_heads=s.n_heads, n_kv_heads=s.n_kv_heads, d_head=s.d_head, n_tokens=n_tokens,
                 bytes_per_number=bytes_per_number)
 
 
-def requests_expected(card, memory_gib, n_tokens, bytes_per_number) -> int:
+def requests_expected(card, memory_gb, n_tokens, bytes_per_number) -> int:
     """course_lib's requests that fit for a case."""
-    return requests_that_fit(load_card(card), n_tokens, int(memory_gib * GiB),
+    return requests_that_fit(load_card(card), n_tokens, int(memory_gb * GB),
                              _dtype(bytes_per_number))
 
 
-def request_mistakes(memory_gib, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
+def request_mistakes(memory_gb, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
                      bytes_per_number) -> dict:
     """``{diagnosis: wrong count}`` for the usual slips, from the learner's arguments."""
     b = bytes_per_number
-    mem, weights = memory_gib * GiB, n_params * b
+    mem, weights = memory_gb * GB, n_params * b
     cache = 2 * n_layers * n_kv_heads * d_head * n_tokens * b
 
     def fit(memory, w, c):
@@ -443,7 +470,8 @@ def request_mistakes(memory_gib, n_params, n_layers, n_heads, n_kv_heads, d_head
     return _merged({
         "the weights must fit too: subtract their bytes from the memory first":
             math.floor(mem / cache),
-        "the memory is in GiB (2^30 bytes), not GB (10^9 bytes)": fit(memory_gib * GB, weights, cache),
+        "the memory is in GB (10^9 bytes, as the data sheet states it), not GiB (2^30 bytes)":
+            fit(memory_gb * GiB, weights, cache),
         **query_heads,
         "the cache keeps keys and values: its size has a factor 2": fit(mem, weights, cache / 2),
         "count whole requests: round down, a request does not fit in part":
@@ -453,7 +481,7 @@ def request_mistakes(memory_gib, n_params, n_layers, n_heads, n_kv_heads, d_head
 
 
 def check_requests_fit(fn, cases: Sequence[Mapping] = REQUEST_CASES) -> None:
-    """Check ``fn(memory_gib, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
+    """Check ``fn(memory_gb, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
     bytes_per_number)``: how many sequences of ``n_tokens`` fit in the cache beside the
     weights (a whole number, 0 when the weights alone do not fit), against
     ``memory.requests_that_fit``."""
@@ -461,7 +489,7 @@ def check_requests_fit(fn, cases: Sequence[Mapping] = REQUEST_CASES) -> None:
         args = request_args(**case)
         if is_shown(case, REQUEST_CASES):
             got, label = _call(fn, "requests_fit", args)
-            label = f"{label} ({case['card']})"
+            label = (RANDOM_TAG if case == RANDOM_REQUEST_CASE else "") + f"{label} ({case['card']})"
         else:
             got, label = _call(fn, "requests_fit", args, False, (
                 f"a card of model_type {load_card(case['card']).model_type}",
@@ -542,7 +570,7 @@ RECAP_BOUND = SEALED['lesson5/recap_bound']
 
 
 def check_recap(requests, bound) -> None:
-    """The recap's question for :data:`RECAP` (Llama 2 13B, 4,096 tokens, 80 GiB, 16-bit): how
+    """The recap's question for :data:`RECAP` (Llama 2 13B, 4,096 tokens, 80 GB, 16-bit): how
     many requests fit beside the weights, and whether decoding all of them together in one
     batch is limited by "memory" or "compute" on the A100 (weights' FLOPs per byte against the
     ridge point).  Both sealed."""
