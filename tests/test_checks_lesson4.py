@@ -4,7 +4,7 @@ shows a hidden value.
 
 The right answers here are written independently of the notebook's model answer: rotary
 positions as complex multiplication (each pair a + ib times e^(i·m·θ)), tiled attention over
-key tiles only, and the counts from the formulas of the module text."""
+key tiles only, and the counts from the formulas of the lesson (2·n²·d for the scores, 12·n·d² for the weights)."""
 from __future__ import annotations
 
 import math

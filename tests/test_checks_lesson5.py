@@ -454,7 +454,7 @@ def test_tys2_mistakes(answer, phrase):
 
 
 def test_tys_round_and_exact_figures_pass():
-    """The sealed answers keep their tolerance: the module's round figures and course_lib's exact
+    """The sealed answers keep their tolerance: the lesson's round figures and course_lib's exact
     counts for Llama 2 7B (within 3 %) both pass, and 4 GiB to 1 %."""
     s = cl.load_card("Llama-2-7b-hf")
     exact = [2 * n * cl.count_params(s).total / (n * cl.weight_bytes(s, "bf16")) for n in (1, 512)]

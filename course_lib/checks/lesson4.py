@@ -50,7 +50,7 @@ SEALED = _load_sealed("lesson4")
 # --- the numbers of the lesson ---------------------------------------------------------------
 
 LONG_CONTEXT = 131_072
-"""Tokens in the module's long-context example (2^17, the "128K" of model cards)."""
+"""Tokens in the lesson's long-context example (2^17, the "128K" of model cards)."""
 LONG_HEADS = 32
 """Heads in that example (a 7B-class shape)."""
 BYTES_16BIT = 2
@@ -592,7 +592,7 @@ SCORE_TIB = SEALED['lesson4/score_tib']
 
 
 def check_score_tib(tib) -> None:
-    """The module's figure: TiB of one layer's score matrices at LONG_CONTEXT tokens,
+    """The lesson's figure: TiB of one layer's score matrices at LONG_CONTEXT tokens,
     LONG_HEADS heads, 16-bit (sealed)."""
     with builds_on("score_matrix_bytes"):
         check_sealed(tib, SCORE_TIB)

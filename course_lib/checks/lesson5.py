@@ -43,10 +43,10 @@ from . import (CheckFailed, builds_on, check_choice, check_close, check_value, i
 A100 = "A100 SXM 80GB"
 BYTES_16BIT = 2
 PREFILL_TOKENS = 512
-"""The module text's prompt length for prefill."""
+"""The lesson's prompt length for prefill."""
 
 SEVEN_B = dict(n_layers=32, n_heads=32, n_kv_heads=32, d_head=128)
-"""The module text's 7B-class shape (Llama 2 7B): 32 layers, 32 heads of 128."""
+"""The lesson's 7B-class shape (Llama 2 7B, Touvron et al., 2023): 32 layers, 32 heads of 128."""
 SEVEN_B_TOKENS = 8192
 
 RECAP = dict(card="Llama-2-13b-hf", n_tokens=4096, memory_gb=80, bytes_per_number=2,
@@ -514,7 +514,7 @@ HOLDS = ("keys and values", "keys", "queries, keys and values", "attention weigh
 # The answers of test yourself and the recap are sealed (course_lib.checks.sealed): salted hashes
 # of the forms that count as right and of those the usual mistakes give, so neither this file
 # nor a message shows them.  Tolerances: tys1_cache_gib 1 %, the two FLOPs per byte 3 % (the
-# module's round figures and course_lib's exact counts for a 7B shape both pass), the recap's
+# lesson's round figures and course_lib's exact counts for a 7B shape both pass), the recap's
 # requests exact.  Regenerate with ``python -m course_lib.checks.seal`` (salt lesson5/<what>).
 
 TYS1_HOLDS = SEALED['lesson5/tys1_holds']
