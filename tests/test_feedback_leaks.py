@@ -39,6 +39,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_lib.checks.exercise import Exercise
+
 import course_tools
 import wrong_answers
 from course_tools.feedback import HIDDEN_BEGIN, HIDDEN_END, marked_blocks
@@ -144,7 +146,9 @@ def secret_literals(source, release, visible_labels: str = "") -> list[Secret]:
 
 _NOT_INPUTS = (
     r"model_type \w+",           # a card's family: a kind of input (on_hidden's words)
-    r"a factor of about [\d,]+",  # check_value's size hint: a power of ten of got / expected
+    r"a factor of about [\d,.]+",  # the size words (checks.size_words): got / expected
+    r"by about \d+%",
+    r"a factor between [\d,]+ and [\d,]+|less than a factor of 100",  # a sealed answer's
     r"\d+% of its values",       # check_close: how much of the answer is off
     r"by up to \S+",             # how far the answer is from the reference
 )
@@ -180,6 +184,9 @@ def _visible_defaults(source) -> str:
                 continue
             fn = getattr(module, node.func.attr, None)
             if not callable(fn):
+                continue
+            if isinstance(fn, Exercise):  # a declared exercise: its visible inputs
+                out.append(repr(fn.inputs.visible))
                 continue
             given = {k.arg for k in node.keywords}
             for i, (name, p) in enumerate(inspect.signature(fn).parameters.items()):

@@ -69,7 +69,28 @@ def _as_number(x, what: str):
     return x
 
 
-def _magnitude_hint(got: float, expected: float) -> str:
+_LADDER = (1, 1.1, 1.2, 1.3, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 10)
+"""The figures a size word rounds a factor to, times a power of ten (the nearest in log scale
+is within 1.16× of the ratio)."""
+
+
+def about(ratio: float) -> str:
+    """A ratio > 1 in words a learner can trust: ``"by about 4%"`` (``"by less than 1%"``)
+    below 1.1, else ``"by a
+    factor of about k"``, k rounded in log scale to the nearest of :data:`_LADDER` times a power
+    of ten (so k is within a factor 1.16 of the ratio)."""
+    if ratio < 1.1:
+        return _percent(ratio - 1)
+    power = 10 ** math.floor(math.log10(ratio))
+    m = ratio / power
+    k = min(_LADDER, key=lambda c: abs(math.log(m / c))) * power
+    return f"by a factor of about {k:,.0f}" if k >= 10 else f"by a factor of about {k:g}"
+
+
+def size_words(got: float, expected: float) -> str:
+    """What is wrong with the size of ``got`` (not within tolerance of ``expected``), from the
+    ratio itself: ``"it is too large by a factor of about 1.2"``, ``"... too small by about
+    3%"``; zero and a wrong sign are named.  Never the expected value."""
     if expected == 0:
         return "it should be zero"
     if got == 0:
@@ -78,13 +99,15 @@ def _magnitude_hint(got: float, expected: float) -> str:
         return "its sign is wrong"
     ratio = got / expected
     side = "too large" if ratio > 1 else "too small"
-    r = ratio if ratio > 1 else 1 / ratio
-    if r > 1.5:
-        if r < 10:
-            return f"it is {side} by a factor between 1.5 and 10"
-        # Only the power of ten: an exact factor would give the expected value away.
-        return f"it is {side} by a factor of about {10 ** round(math.log10(r)):,}"
-    return f"it is {side}, but by less than half: look for one missing or extra term"
+    if ratio < 1:  # a shortfall reads as a percentage of the answer, a factor beyond 10 %
+        return (f"it is too small {about(1 / ratio)}" if ratio < 1 / 1.1 else
+                f"it is too small {_percent(1 - ratio)}")
+    return f"it is {side} {about(ratio)}"
+
+
+def _percent(x: float) -> str:
+    """A relative difference ``x`` (0 to 0.1) in words: under 1 % says so."""
+    return "by less than 1%" if x < 0.01 else f"by about {round(100 * x)}%"
 
 
 def check_value(got, expected, *, what: str, mistakes: Mapping[str, float] | None = None,
@@ -114,7 +137,7 @@ def check_value(got, expected, *, what: str, mistakes: Mapping[str, float] | Non
     for diagnosis, wrong in (mistakes or {}).items():
         if wrong != expected and same(got, wrong):
             raise CheckFailed(f"{what} is not right: {diagnosis}")
-    raise CheckFailed(f"{what} is not right: {_magnitude_hint(got, expected)}.")
+    raise CheckFailed(f"{what} is not right: {size_words(got, expected)}.")
 
 
 def check_choice(got, expected, *, what: str, choices, hints: Mapping | None = None) -> None:
@@ -203,7 +226,7 @@ def check_equal(got, expected, *, what: str) -> None:
 # --- the shape of an answer, and answers built on earlier ones -------------------------------
 
 SIZE_HINTS = ("too large", "too small", "you returned 0", "its sign is wrong", "you answered 0",
-              "the right order of magnitude")
+              "less than 10 times off")
 """Phrases of the generic messages (:func:`check_value`'s size hint and a sealed answer's):
 a failure that names no particular mistake."""
 

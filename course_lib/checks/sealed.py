@@ -266,10 +266,15 @@ def _size_hint(sealed: Sealed, x: float) -> str:
     if sealed.sign and (x > 0) != (sealed.sign > 0):
         return "its sign is wrong"
     k = _decade(x) - sealed.decade
+    # Only the answer's power of ten is known, so the words say no more than it proves: a
+    # decade apart is between 1 and 100 times off, two decades between 10 and 1,000 ...
     if k:
         side = "too large" if k > 0 else "too small"
-        return f"it is {side} by a factor of about {10 ** abs(k):,}" + (f"; {hint}" if hint else "")
-    return hint or "it has the right order of magnitude, but is not within the tolerance"
+        k = abs(k)
+        words = ("by less than a factor of 100" if k == 1 else
+                 f"by a factor between {10 ** (k - 1):,} and {10 ** (k + 1):,}")
+        return f"it is {side} {words}" + (f"; {hint}" if hint else "")
+    return hint or "it is not within the tolerance (it is less than 10 times off)"
 
 
 SEALED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sealed_answers")

@@ -203,18 +203,20 @@ def passed_line(lesson: str, check: str) -> str:
 
 
 def announce(namespace: dict, lesson: str) -> None:
-    """Wrap every public ``check_*`` function defined in a lesson module's ``namespace`` so
+    """Wrap every public ``check_*`` function defined in a lesson module's ``namespace`` (or
+    :class:`~course_lib.checks.exercise.Check` declared there) so
     that, called from a notebook cell: a failure names the exercise, and a pass prints
     :func:`passed_line` once (a call with keyword arguments is a further test, and a check
     called by another check is part of it: neither prints).  Called at the end of each
     ``course_lib.checks.lessonN``; also records ``lesson`` as the current lesson."""
     from . import CheckFailed
+    from .exercise import Check
 
     _state["lesson"] = lesson
     install()
     for name, fn in list(namespace.items()):
-        if not (name.startswith("check_") and isinstance(fn, types.FunctionType)
-                and fn.__module__ == namespace.get("__name__")):
+        if not (name.startswith("check_") and (isinstance(fn, Check) or (
+                isinstance(fn, types.FunctionType) and fn.__module__ == namespace.get("__name__")))):
             continue
 
         def wrapper(*args, __fn=fn, __name=name, **kwargs):

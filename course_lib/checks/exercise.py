@@ -1,0 +1,290 @@
+"""An exercise's check, declared: what is compared, on which inputs, which mistakes to name.
+
+A lesson's checks module states each function exercise as an :class:`Exercise` of
+:class:`Part` s, which the notebook's test cell calls (an exercise is its own check); the loop
+over inputs, the labels (shown, made at run time, or hidden), :func:`call` (the learner's own
+work), unpacking the result and publishing each record live here once.  Values go through
+:func:`~course_lib.checks.check_value`, arrays through :func:`compare`; records keep the
+format of :mod:`course_lib.checks.records`.
+
+    check_gpt2_params = Exercise(
+        "gpt2_params", Inputs(shown=[GPT2_SMALL], random=RANDOM_SHAPES,
+                              hidden="another GPT-2-style shape"),
+        reference=lambda a: {"total": count_params(shape(**a)).total},
+        parts=[Part(expected="total", integer=True, mistakes=gpt2_mistakes)])
+
+Inputs.  A *shown* input is one the notebook's visible test passes: a message may name its
+values.  A *random* one is drawn at run time from a seeded generator (the same on every run,
+so the grader's reference run tries it too) and labelled ``[random shape]``; the learner sees
+it, so it is shown as well.  Any other input comes from a hidden test and is described by its
+kind only (:func:`~course_lib.checks.on_hidden`): no values, shapes or names.
+"""
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_close, check_sealed, check_value,
+               on_hidden, own_work, watch_calls, withheld)
+
+RANDOM_TAG = "[random shape] "
+"""How a label marks an input made at run time."""
+
+HIDDEN = on_hidden("")
+"""The words that mark a hidden test's label (``" on a hidden test's input"``)."""
+
+
+# --- labels ----------------------------------------------------------------------------------
+
+def label(name: str, args: Mapping | str, *, shown: bool = True, random: bool = False,
+          kinds: Sequence[str] = ("another input",)) -> str:
+    """How a message names one call of the learner's function ``name``: with its arguments
+    for a shown input (``gpt2_params(d_model=768, n_layers=12)``, ``args`` a mapping or the
+    text inside the parentheses), marked :data:`RANDOM_TAG` if it was made at run time; for a
+    hidden input only the function and ``kinds`` (``gpt2_params on a hidden test's input
+    (another GPT-2-style shape)``).  Depends on the input alone: records use it as ``what``."""
+    if not shown:
+        return on_hidden(name, *kinds)
+    text = args if isinstance(args, str) else ", ".join(f"{k}={v}" for k, v in args.items())
+    return f"{RANDOM_TAG if random else ''}{name}({text})"
+
+
+def part_label(label: str, index: int | str | None, name: str = "") -> str:
+    """How a message names one part of a result: ``f(...)[1], the share`` or ``f(...)['norms']``
+    after a shown input's label; after a hidden one (which ends in words) ``...: the share``
+    or ``...: its 'norms'``.  ``index`` None: the whole result."""
+    if index is None:
+        return label
+    if HIDDEN in label:
+        return f"{label}: {name or f'its {index!r}'}"
+    return f"{label}[{index!r}]" + (f", {name}" if name else "")
+
+
+def merged(mistakes: Mapping[str, Any]) -> dict:
+    """Mistakes that give the same wrong value on one input, named together (``"a; or b"``)."""
+    by_value: dict = {}
+    for diagnosis, wrong in mistakes.items():
+        by_value.setdefault(wrong, []).append(diagnosis)
+    return {"; or ".join(ds): wrong for wrong, ds in by_value.items()}
+
+
+# --- the learner's own work --------------------------------------------------------------------
+
+def call(fn: Callable, label: str, *args, shown: bool = True, shortcuts: Mapping | None = None,
+         c_functions: Sequence[str] = (), explain_errors: bool = False, **kwargs):
+    """``fn(*args, **kwargs)``, the learner's own work, or :class:`CheckFailed`:
+
+    * if it calls course_lib's counters (:func:`~course_lib.checks.own_work`), or a shortcut
+      that holds this answer: ``shortcuts`` is ``{file in course_lib/: function names or
+      None}``, ``c_functions`` names of torch's C functions (its fused kernels);
+    * if it raises on a hidden input (``shown=False``): the message names the input by its
+      kind (``label``) and the error with its numbers withheld, since a shape in an error
+      would name the hidden sizes.  On a shown input the learner's own exception goes on as
+      it is (the notebook shows the learner's frames only: :mod:`~course_lib.checks.tutor`),
+      unless ``explain_errors`` asks for the same one-line message there too.  A CheckFailed
+      or NotImplementedError (an answer not written yet) always passes through unchanged."""
+    found: list = []
+    try:
+        with watch_calls(found, shortcuts or {}, c_functions=c_functions):
+            result = own_work(fn, *args, **kwargs)
+    except (CheckFailed, NotImplementedError):
+        raise
+    except Exception as e:  # noqa: BLE001 - the learner's code raised: say on which input
+        if shown and not explain_errors:
+            raise
+        raise CheckFailed(f"{label} raised {type(e).__name__}: {e if shown else withheld(e)}") \
+            from None
+    if found:
+        where = found[0] if found[0].startswith("torch's") else f"course_lib.{found[0]}"
+        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls {where}, which "
+                          "computes this answer: write it yourself, then compare with it")
+    return result
+
+
+def requires(name: str, check: Callable, *args, **kwargs) -> None:
+    """Before a check whose input is the learner's earlier answer ``name``: run that answer's
+    own ``check`` on the same input, and if it fails, blame it, not this step (``"your
+    card_params is not right on this input: make its test pass first"``)."""
+    try:
+        check(*args, **kwargs)
+    except CheckFailed:
+        raise CheckFailed(f"your {name} is not right on this input: make its test pass first") \
+            from None
+
+
+# --- arrays ------------------------------------------------------------------------------------
+
+def as_tensor(x, what: str, *, dtype=None):
+    """``x`` (a tensor, numpy array, nested list or number) as a float64 (or ``dtype``) torch
+    tensor detached on the CPU, else :class:`CheckFailed` naming the type it got."""
+    import torch
+
+    dtype = dtype or torch.float64
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().to(dtype)
+    try:
+        return torch.as_tensor(x, dtype=dtype)
+    except (TypeError, ValueError, RuntimeError):
+        raise CheckFailed(f"{what}: expected a tensor, got {type(x).__name__} {x!r:.60}") \
+            from None
+
+
+def close(a, b, *, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
+    """Same shape and every element within ``atol + rtol·|b|`` (NaN equal to NaN), in float64."""
+    import torch
+
+    a, b = as_tensor(a, "a"), as_tensor(b, "b")
+    return a.shape == b.shape and bool(torch.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
+
+
+def compare(got, expected, *, what: str, shown: bool = True, rtol: float = 1e-4,
+            atol: float = 1e-5, mistakes: Mapping[str, Any] | None = None,
+            shape_hint: str = "", record: tuple[float, float] | None = None) -> None:
+    """Compare array ``got`` with ``expected`` and publish the grader's record, in one pass.
+
+    Fails (:class:`CheckFailed`) on: a value that is not an array; a wrong shape (the expected
+    shape named only on a ``shown`` input; ``shape_hint`` appended); NaN or infinite values;
+    a match with one of ``mistakes`` (``{diagnosis: the array that mistake gives}``, ``None``
+    skipped, a mistake equal to ``expected`` ignored); else the largest difference.  Passing
+    publishes a ``close`` record with tolerance ``record`` = ``(rtol, atol)``, by default twice
+    this comparison's (the grader compares with the model answer's values, which lie within
+    the tolerance of ``expected`` too)."""
+    import torch
+
+    g, e = as_tensor(got, what), as_tensor(expected, "expected")
+    if g.shape != e.shape:
+        want = tuple(e.shape) if shown else "another shape"
+        raise CheckFailed(f"{what}: expected shape {want}, got "
+                          f"{tuple(g.shape) if shown else 'a different one'}{shape_hint}")
+    if close(g, e, rtol=rtol, atol=atol) and bool(torch.isfinite(g).all()):
+        r = record or (2 * rtol, 2 * atol)
+        check_close(g, e, what=what, rtol=r[0], atol=r[1])
+        return
+    for diagnosis, wrong in (mistakes or {}).items():
+        if wrong is not None and not close(wrong, e, rtol=rtol, atol=atol) \
+                and close(g, wrong, rtol=rtol, atol=atol):
+            raise CheckFailed(f"{what} is not right: {diagnosis}")
+    if g.numel() and not bool(torch.isfinite(g).all()):
+        raise CheckFailed(f"{what} is not right: it holds NaN or infinite values")
+    raise CheckFailed(f"{what} is not right: it differs from the reference by up to "
+                      f"{float((g - e).abs().max()):.2g}")
+
+
+# --- declared exercises ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Inputs:
+    """The inputs an exercise is tried on: ``shown`` (the visible test's, named in messages),
+    ``random`` (made at run time and seeded; shown, tagged :data:`RANDOM_TAG`) and, for any
+    other (a hidden test's), the words ``hidden`` that describe its kind."""
+    shown: Sequence[Mapping] = ()
+    random: Sequence[Mapping] = ()
+    hidden: str = "another input"
+
+    @property
+    def visible(self) -> tuple:
+        return (*self.shown, *self.random)
+
+    def label(self, name: str, args: Mapping) -> str:
+        args = dict(args)
+        shown = args in [dict(a) for a in self.visible]
+        return label(name, args, shown=shown, random=args in [dict(a) for a in self.random],
+                     kinds=(self.hidden,))
+
+
+@dataclass(frozen=True)
+class Part:
+    """One value of a learner's result, checked with :func:`check_value`.
+
+    Attributes:
+        index: where it is in the result (a tuple position or a dict key); None for the
+            whole result.
+        name: how a message names it (``"the embedding share"``).
+        expected: the key of the reference's dict holding the right value, or a function of
+            that dict.
+        mistakes: a function of the reference's dict giving ``{diagnosis: wrong value}``.
+        rel, integer: the tolerance (0: exact) and whether it must be a whole number.
+        builds_on: earlier exercises it builds on (named on a generic failure).
+    """
+    index: int | str | None = None
+    name: str = ""
+    expected: str | Callable[[dict], Any] = "value"
+    mistakes: Callable[[dict], Mapping] | None = None
+    rel: float = 0.0
+    integer: bool = False
+    builds_on: tuple[str, ...] = ()
+
+
+class Check:
+    """A declared check: a lesson module's ``check_*`` object that the notebook calls
+    (:func:`~course_lib.checks.tutor.announce` gives it one-line messages)."""
+
+
+@dataclass(frozen=True)
+class Question(Check):
+    """A question whose answers are sealed (test yourself, a recap row): ``check(a, b)``
+    compares each argument with the sealed answer of the same position (``answers``, from
+    :func:`~course_lib.checks.sealed.load`), with ``builds_on`` named on a generic failure."""
+    answers: Sequence
+    builds_on: tuple[str, ...] = ()
+
+    def __call__(self, *got) -> None:
+        if len(got) != len(self.answers):
+            raise TypeError(f"expected {len(self.answers)} answers, got {len(got)}")
+        with builds_on(*self.builds_on) if self.builds_on else nullcontext():
+            for value, sealed in zip(got, self.answers):
+                check_sealed(value, sealed)
+
+
+@dataclass(frozen=True)
+class Exercise(Check):
+    """A function exercise: the learner's ``name``, tried on ``inputs``, each result compared
+    part by part with ``reference(args)`` (a dict; the args are merged in, for the parts'
+    mistakes).  ``returns`` says how to read the result: ``None`` (one value), a text naming
+    the tuple's values in order (``"total, active"``), or a tuple of dict keys.  ``shortcuts``
+    and ``c_functions``: see :func:`call`."""
+    name: str
+    inputs: Inputs
+    reference: Callable[[Mapping], Mapping]
+    parts: Sequence[Part]
+    returns: str | tuple[str, ...] | None = None
+    builds_on: tuple[str, ...] = ()
+    arg: str | None = None
+    """The argument's name when a case is given as a bare value (``d_models=[64, 1024]``)."""
+    shortcuts: Mapping | None = None
+    c_functions: Sequence[str] = ()
+    extra: Callable | None = field(default=None, repr=False)
+    """``extra(result, reference, label)``: a further check after the parts pass."""
+
+    def unpack(self, result, label: str):
+        if self.returns is None:
+            return result
+        if isinstance(self.returns, str):
+            return as_tuple(result, len(self.parts), label, self.returns)
+        return as_keyed(result, self.returns, label)
+
+    def __call__(self, fn, cases: Sequence | None = None, **named) -> None:
+        """Try ``fn`` on each case (default: the visible inputs; a hidden test passes its own,
+        positionally or under any one keyword, e.g. ``shapes=[...]``); raise
+        :class:`CheckFailed` with the first mistake found."""
+        if named:
+            (cases,) = named.values()
+        with builds_on(*self.builds_on) if self.builds_on else nullcontext():
+            for args in (self.inputs.visible if cases is None else cases):
+                self.check_one(fn, args if isinstance(args, Mapping) else {self.arg: args})
+
+    def check_one(self, fn, args: Mapping) -> None:
+        label = self.inputs.label(self.name, args)
+        result = self.unpack(call(fn, label, shown=HIDDEN not in label, shortcuts=self.shortcuts,
+                                  c_functions=self.c_functions, **args), label)
+        ref = {**args, **self.reference(args)}
+        for part in self.parts:
+            got = result if part.index is None else result[part.index]
+            want = ref[part.expected] if isinstance(part.expected, str) else part.expected(ref)
+            with builds_on(*part.builds_on) if part.builds_on else nullcontext():
+                check_value(got, want, what=part_label(label, part.index, part.name),
+                            rel=part.rel, integer=part.integer,
+                            mistakes=part.mistakes(ref) if part.mistakes else None)
+        if self.extra is not None:
+            self.extra(result, ref, label)
