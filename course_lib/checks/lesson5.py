@@ -440,19 +440,19 @@ def _choice(x, what: str, options) -> str:
 def check_tys1(holds, cache_gib) -> None:
     """Test-yourself 1: what a KV cache holds, and the 7B-class cache at 8,192 tokens in 16-bit,
     in GiB (both sealed)."""
-    check_sealed(_choice(holds, "tys1_holds", HOLDS), SEALED["lesson5/tys1_holds"])
+    check_sealed(_choice(holds, "tys1_holds", HOLDS), SEALED['lesson5/tys1_holds'])
     with builds_on("kv_cache_size"):
-        check_sealed(cache_gib, SEALED["lesson5/tys1_cache_gib"])
+        check_sealed(cache_gib, SEALED['lesson5/tys1_cache_gib'])
 
 
 def check_tys2(decode_flops_per_byte, prefill_flops_per_byte, decode_bound, prefill_bound) -> None:
     """Test-yourself 2: FLOPs per weight byte of one decode step and of a 512-token prefill in
     16-bit, and what limits each on an A100 ("memory" or "compute").  All sealed."""
     with builds_on("flops_per_weight_byte"):
-        check_sealed(decode_flops_per_byte, SEALED["lesson5/tys2_decode_flops_per_byte"])
-        check_sealed(prefill_flops_per_byte, SEALED["lesson5/tys2_prefill_flops_per_byte"])
-    check_sealed(_choice(decode_bound, "tys2_decode_bound", BOUNDS), SEALED["lesson5/tys2_decode_bound"])
-    check_sealed(_choice(prefill_bound, "tys2_prefill_bound", BOUNDS), SEALED["lesson5/tys2_prefill_bound"])
+        check_sealed(decode_flops_per_byte, SEALED['lesson5/tys2_decode_flops_per_byte'])
+        check_sealed(prefill_flops_per_byte, SEALED['lesson5/tys2_prefill_flops_per_byte'])
+    check_sealed(_choice(decode_bound, "tys2_decode_bound", BOUNDS), SEALED['lesson5/tys2_decode_bound'])
+    check_sealed(_choice(prefill_bound, "tys2_prefill_bound", BOUNDS), SEALED['lesson5/tys2_prefill_bound'])
 
 
 def check_recap(requests, bound) -> None:
@@ -460,8 +460,8 @@ def check_recap(requests, bound) -> None:
     whether decoding all of them in one batch is limited by "memory" or "compute" on the A100
     (the weights' FLOPs per byte against the ridge point).  Both sealed."""
     with builds_on("requests_fit"):
-        check_sealed(requests, SEALED["lesson5/recap_requests"])
-    check_sealed(_choice(bound, "recap_bound", BOUNDS), SEALED["lesson5/recap_bound"])
+        check_sealed(requests, SEALED['lesson5/recap_requests'])
+    check_sealed(_choice(bound, "recap_bound", BOUNDS), SEALED['lesson5/recap_bound'])
 
 
 from .tutor import announce as _announce  # noqa: E402
