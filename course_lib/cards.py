@@ -10,7 +10,8 @@ tests/test_families.py), and read per-layer patterns (``layer_types``,
 ``sliding_window_pattern``, ``mlp_only_layers``, ``decoder_sparse_step``,
 ``first_k_dense_replace``) the way their config classes and models do.  ``config_from_shape`` goes the other way,
 so any shape of a family can be built in ``transformers`` and checked (tests/test_params.py).
-The public cards of shared/REFERENCE.md ship in ``course_lib/cards/`` and load by name.
+The public cards ship in ``course_lib/cards/`` (each model's ``config.json``, where it came from
+in ``cards/sources.toml``) and load by name.
 
 Errors: every problem with a card (not JSON, a required key missing, a value of the wrong
 kind or size, an unsupported ``model_type``) raises :class:`CardError`, a ``ValueError``
@@ -994,7 +995,7 @@ def config_from_shape(s: ModelShape, model_type: str | None = None) -> dict:
 
 
 def card_names() -> list[str]:
-    """Names of the cards shipped with the course (shared/REFERENCE.md)."""
+    """Names of the cards shipped with the course (``course_lib/cards/``)."""
     folder = resources.files("course_lib") / "cards"
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
 

@@ -107,7 +107,7 @@ def forward_macs(s: ModelShape, n_tokens: int, causal: bool = True) -> ForwardMa
 
     ``causal=True`` counts only the scores a causal mask keeps, token i attending to i
     positions (n(n+1)/2 pairs); ``causal=False`` counts the full n×n matrix, which is what a
-    kernel that ignores the mask computes (the 2n²d of the module text)."""
+    kernel that ignores the mask computes (2n²d per layer)."""
     if n_tokens <= 0:
         raise ValueError(f"n_tokens={n_tokens} must be positive")
     if causal:

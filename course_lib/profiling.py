@@ -45,6 +45,9 @@ class AllocationTracker(TorchDispatchMode):
         peak_bytes: the most that were alive at once.
         largest_bytes, largest_shape, largest_op: the single largest allocation and the op that
             made it (shape of the tensor the op returned).
+        most_numbers, most_numbers_shape, most_numbers_dtype: the allocation holding the most
+            numbers (elements), whatever their dtype: a 1-byte bool mask counts as fully as a
+            float32 matrix of the same shape.
         blocks: one ``[data_ptr, nbytes, op index allocated, op index freed or None]`` per
             allocation, in order; ``peak_bytes_without`` replays them.
     """
@@ -59,6 +62,9 @@ class AllocationTracker(TorchDispatchMode):
         self.largest_bytes = 0
         self.largest_shape: tuple = ()
         self.largest_op = ""
+        self.most_numbers = 0
+        self.most_numbers_shape: tuple = ()
+        self.most_numbers_dtype: torch.dtype | None = None
 
     def purge(self):
         """Forget storages freed since the last op."""
@@ -85,6 +91,9 @@ class AllocationTracker(TorchDispatchMode):
             if nbytes > self.largest_bytes:
                 self.largest_bytes, self.largest_shape = nbytes, tuple(t.shape)
                 self.largest_op = str(func)
+            if nbytes // t.element_size() > self.most_numbers:
+                self.most_numbers = nbytes // t.element_size()
+                self.most_numbers_shape, self.most_numbers_dtype = tuple(t.shape), t.dtype
         self.peak_bytes = max(self.peak_bytes, self.live_bytes)
         self.n_ops += 1
         return out
@@ -124,6 +133,12 @@ class PeakMemory(NamedTuple):
     """The single largest tensor allocated during the call."""
     largest_shape: tuple
     """Its shape."""
+    most_numbers: int = 0
+    """Elements of the allocation holding the most numbers, in any dtype."""
+    most_numbers_shape: tuple = ()
+    """Its shape."""
+    most_numbers_dtype: torch.dtype | None = None
+    """Its dtype."""
 
 
 def measure_peak_extra_memory(fn: Callable, *args, **kwargs) -> PeakMemory:
@@ -140,7 +155,8 @@ def measure_peak_extra_memory(fn: Callable, *args, **kwargs) -> PeakMemory:
     returned = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
                 for t in _tensors(result) if tracker.is_tracked(t)}  # once per storage
     return PeakMemory(tracker.peak_bytes_without(list(_tensors(result))), tracker.peak_bytes,
-                      sum(returned.values()), tracker.largest_bytes, tracker.largest_shape)
+                      sum(returned.values()), tracker.largest_bytes, tracker.largest_shape,
+                      tracker.most_numbers, tracker.most_numbers_shape, tracker.most_numbers_dtype)
 
 
 def attention_memory_vs_n(fns: dict, ns: Sequence[int], d_head: int = 64,

@@ -35,6 +35,25 @@ from wrong_answers import Wrong
 REPO = Path(__file__).resolve().parent.parent
 REAL_ASSIGNMENTS = course_tools.assignments(REPO)
 
+LMS_SAMPLES = REPO / "tests" / "data" / "lms"
+CANVAS_EXPORT = (LMS_SAMPLES / "canvas_gradebook_export.csv").read_text()
+"""A Canvas gradebook export (Grades > Export), in Canvas's documented layout."""
+MOODLE_WORKSHEET = (LMS_SAMPLES / "moodle_grading_worksheet.csv").read_text()
+"""A Moodle assignment's offline grading worksheet, in Moodle's documented layout."""
+
+
+@pytest.fixture
+def one_thread():
+    """torch on one thread while a test runs: the course's tensors are tiny, and on a shared
+    2-core machine one thread beats several spin-waiting.  A module opts in with
+    ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
 
 # --------------------------------------------------------------------------------------
 # A throwaway course: one assignment, three graded test cells, visible and hidden tests.
@@ -188,9 +207,15 @@ class Case:
         return self.course / "notebooks" / self.name / f"{self.name}.ipynb"
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "real_assignments: parametrize assignment_case over the "
+                            "course's assignments only, not the throwaway mini")
+
+
 def pytest_generate_tests(metafunc):
     if "assignment_case" in metafunc.fixturenames:
-        names = ["mini"] + REAL_ASSIGNMENTS
+        real_only = metafunc.definition.get_closest_marker("real_assignments") is not None
+        names = ([] if real_only else ["mini"]) + REAL_ASSIGNMENTS
         metafunc.parametrize("assignment_case", names, ids=names, indirect=True)
 
 

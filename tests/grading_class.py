@@ -51,6 +51,10 @@ class Kind:
     """``{relative path: bytes}`` to write under the student's folder."""
 
 
+LAB_PANEL = "lab-panel-opened"
+"""The student whose lab rewrote every graded cell's settings without meaning (#13)."""
+
+
 def _answers(nb) -> list[str]:
     return [_meta(c)["grade_id"] for c in nb.cells if _meta(c).get("solution")]
 
@@ -156,6 +160,18 @@ def build(release, source, wrongs) -> list[tuple[Kind, object]]:
         _cell(noisy, gid).source += "\n" + NOISE
     out.append((Kind("noisy", "graded", "full", "prints, warns and writes to stderr, also "
                      "inside the tests"), noisy))
+
+    panel = copy.deepcopy(solution)  # JupyterLab's Create Assignment panel, merely opened
+    for cell in panel.cells:
+        meta = cell.metadata.get("nbgrader")
+        if meta:
+            meta.pop("cell_type", None)
+            meta.setdefault("locked", False)
+            if "points" in meta:
+                meta["points"] = float(meta["points"])
+    out.append((Kind(LAB_PANEL, "graded", "full", "every graded cell's nbgrader settings "
+                     "rewritten by JupyterLab's Create Assignment panel (cell_type dropped, "
+                     "points as floats)"), panel))
 
     out.append((Kind("patch-isclose", "graded", "partly", "partly-wrong with math.isclose, "
                      "np.isclose, np.allclose, torch.allclose replaced by 'always equal'"),

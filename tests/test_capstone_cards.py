@@ -34,6 +34,9 @@ PUBLISHED = {
     "Mixtral-8x22B-v0.1": (141e9, 39e9),
     "Qwen2-1.5B": (1.5e9, None),
     "gemma-7b": (8.54e9, None),
+    "Qwen3-0.6B": (0.6e9, None),             # the size in its name (Qwen3 report, arxiv.org/abs/2505.09388)
+    "Qwen3-235B-A22B": (235e9, 22e9),        # its name and model card: 235B total, 22B activated
+    "DeepSeek-V2": (236e9, 21e9),            # DeepSeek-V2 paper (arxiv.org/abs/2405.04434), abstract
 }
 
 
@@ -67,9 +70,12 @@ def hf_total_and_active(model, config) -> tuple[int, int]:
     """Parameters (a tied head once), and those one token uses: all but the routed experts it
     is not sent to (experts found by name, their count and top-k read from transformers)."""
     total = sum(p.numel() for p in model.parameters())
-    n_experts = getattr(config, "num_local_experts", 0)
+    n_experts = next((getattr(config, key) for key in ("num_local_experts", "num_experts",
+                                                        "n_routed_experts")
+                      if getattr(config, key, None)), 0)
     if not n_experts:
         return total, total
+    # routed experts only (".shared_experts." does not match); dense first layers have none
     routed = sum(p.numel() for name, p in model.named_parameters() if ".experts." in name)
     assert routed and routed % n_experts == 0
     return total, total - routed // n_experts * (n_experts - config.num_experts_per_tok)
@@ -100,15 +106,22 @@ def test_course_lib_counts_the_card_as_transformers_builds_it(name):
     counts = cl.count_params(s)
     assert (counts.total, counts.active) == (total, active)
     # the cache per token: a key and a value of head_dim per key/value head, as transformers
-    # reads the card (head_dim falls back to hidden_size / heads there too)
+    # reads the card (head_dim falls back to hidden_size / heads there too); for latent
+    # attention the latent and the rotary key
     n_embd = getattr(config, "n_embd", None) or config.hidden_size
     n_heads = getattr(config, "n_head", None) or config.num_attention_heads
-    d_head = getattr(config, "head_dim", None) or n_embd // n_heads
-    n_kv = getattr(config, "num_key_value_heads", None) or n_heads
-    assert s.kv_cache_width == 2 * n_kv * d_head
-    window = getattr(config, "sliding_window", None) if cfg["model_type"] in ("mistral", "mixtral") \
-        else None
+    if cfg["model_type"] in ("deepseek_v2", "deepseek_v3"):
+        assert s.kv_cache_width == config.kv_lora_rank + config.qk_rope_head_dim
+    else:
+        d_head = getattr(config, "head_dim", None) or n_embd // n_heads
+        n_kv = getattr(config, "num_key_value_heads", None) or n_heads
+        assert s.kv_cache_width == 2 * n_kv * d_head
+    window = getattr(config, "sliding_window", None) \
+        if cfg["model_type"] in ("mistral", "mixtral", "gemma3_text") else None
     assert s.sliding_window == window
+    types = getattr(config, "layer_types", None) if cfg["model_type"] == "gemma3_text" else None
+    assert s.sliding_layers == (types.count("sliding_attention") if types and window
+                                else s.n_layers if window else 0)
 
 
 @pytest.mark.parametrize("name", sorted(HIDDEN))
@@ -133,3 +146,28 @@ def test_hidden_cards_exercise_what_the_capstone_asks():
                                                        "tie_word_embeddings", "n_inner")
               if cfg.get(key) is None}
     assert absent == {"num_key_value_heads", "head_dim", "tie_word_embeddings", "n_inner"}
+
+
+# --- the shipped cards not confirmed elsewhere match their developers' stated sizes ----------
+
+import tomllib  # noqa: E402
+from importlib import resources  # noqa: E402
+
+SOURCES = tomllib.loads((resources.files("course_lib") / "cards" / "sources.toml").read_text())["cards"]
+
+
+def test_every_card_says_whether_it_was_confirmed():
+    assert all(isinstance(entry.get("confirmed"), bool) for entry in SOURCES.values())
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in SOURCES.items() if "published" in e))
+def test_unconfirmed_cards_match_their_published_size(name):
+    published = SOURCES[name]["published"]
+    counts = cl.count_params(cl.load_card(name))
+    assert counts.total == pytest.approx(published["total"], rel=0.02)
+    if "active" in published:
+        assert counts.active == pytest.approx(published["active"], rel=0.04)
+
+
+def test_the_capstone_candidates_are_checked_against_their_published_size():
+    assert all("published" in SOURCES[n] or SOURCES[n]["confirmed"] for n in capstone.CANDIDATES)

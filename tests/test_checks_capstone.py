@@ -52,7 +52,7 @@ def shows_none_of(message: str, *values) -> None:
 
 def test_model_answer_passes_every_card_and_scenario():
     C.check_size_card(size_card)
-    C.check_size_card(size_card, cards=C.CANDIDATES, scenarios=[
+    C.check_size_card(size_card, cards=C.SHIPPED, scenarios=[
         C.SCENARIO, dict(context=32768, gpu_memory_bytes=141 * cl.GB, dtype="bf16"),
         dict(context=100, gpu_memory_bytes=10**9, dtype="fp32"),
         dict(context=4096, gpu_memory_bytes=16 * GiB, dtype="int8")])
@@ -62,12 +62,20 @@ def test_model_answer_passes_every_card_and_scenario():
 
 
 def test_candidates_and_scenario():
-    assert set(C.VISIBLE_CARDS) <= set(C.CANDIDATES)
+    assert set(C.VISIBLE_CARDS) | set(C.CANDIDATES) <= set(C.SHIPPED)
     assert {cl.card_config(n)["model_type"] for n in C.VISIBLE_CARDS} == set(C.FAMILIES)
-    assert {cl.card_config(n)["model_type"] for n in C.CANDIDATES} == set(C.FAMILIES)
+    # the candidates are of 2024-26 and cover the kinds the issue asks for
+    shapes = [cl.load_card(n) for n in C.CANDIDATES]
+    assert any(s.is_moe and s.n_experts >= 64 and not s.n_shared_experts for s in shapes)
+    assert any(s.mla is not None for s in shapes)
+    assert any(0 < s.sliding_layers < s.n_layers for s in shapes)
+    assert any(not s.is_moe and s.n_kv_heads < s.n_heads for s in shapes)
+    # the accelerator: the H200 data sheet's 141 GB, 10^9-byte GB
+    assert C.ACCELERATOR_MEMORY == 141 * 10**9 == C.SCENARIO["gpu_memory_bytes"]
+    assert "data sheet" in C.ACCELERATORS[C.ACCELERATOR]["source"]
     # the scenario's answer (the notebook's prose describes it)
     assert C.expected_servable({n: cl.card_config(n) for n in C.CANDIDATES}, **C.SCENARIO) == {
-        "Meta-Llama-3-8B": 65, "Mistral-7B-v0.1": 133, "Qwen2-7B-Instruct": 150, "gemma-2b": 535}
+        "Qwen3-8B": 25, "Qwen3-30B-A3B": 24, "gemma-3-1b-it": 953, "DeepSeek-V2-Lite": 107}
 
 
 # --- size_card: named mistakes -----------------------------------------------------------------
@@ -132,6 +140,30 @@ SIZE_MISTAKES = [
     ("gemma-2b", "requests_that_fit",
      lambda v, s, c, m, d: _req(m, cl.weight_bytes(s, d) + 2 * s.d_vocab * s.d_model,
                                 cl.kv_cache_bytes_per_sequence(s, c, d)), "stored once"),
+    # the families of 2025-26
+    ("DeepSeek-V2-Lite", "total_params",
+     lambda v, s, *_: v - 26 * 3 * s.d_model * s.shared_width, "shared experts are missing"),
+    ("DeepSeek-V2-Lite", "active_params",
+     lambda v, s, *_: v - 26 * 3 * s.d_model * s.shared_width, "shared experts are missing"),
+    ("Qwen3-30B-A3B", "active_params", lambda v, s, *_: cl.count_params(s).total,
+     "counts every expert"),
+    ("DeepSeek-V2-Lite", "total_params",
+     lambda v, s, *_: cl.count_params(s.with_(n_dense_layers=0, d_ff_dense=None)).total,
+     "first_k_dense_replace"),
+    ("Qwen3-8B", "total_params", lambda v, s, *_: v - 2 * s.n_layers * s.d_head, "q_norm"),
+    ("gemma-3-1b-it", "total_params", lambda v, s, *_: v - 2 * s.n_layers * s.d_model,
+     "four norms"),
+    ("DeepSeek-V2-Lite", "kv_cache_bytes_per_token",
+     lambda v, s, c, m, d: 2 * s.n_layers * s.n_heads * s.d_head * 2, "latent"),
+    ("DeepSeek-V3", "kv_cache_bytes_per_token",
+     lambda v, s, *_: s.n_layers * s.mla.kv_lora_rank * 2, "rotary key"),
+    ("gemma-3-1b-it", "requests_that_fit",
+     lambda v, s, c, m, d: _req(m, cl.weight_bytes(s, d), cl.kv_cache_bytes_per_token(s, d) * c),
+     "sliding window"),
+    ("gemma-3-1b-it", "requests_that_fit",
+     lambda v, s, c, m, d: _req(m, cl.weight_bytes(s, d),
+                                cl.kv_cache_bytes_per_token(s, d) * s.sliding_window),
+     "global (full_attention) layers keep every token"),
 ]
 
 
@@ -259,14 +291,17 @@ def _servable_with(changes=None, drop=(), add=()):
 
 
 def test_servable_mistakes_are_named():
-    assert "fewer than that" in fails(C.check_servable, _servable_with(add=["gpt2"]))
-    assert "not one request fits" in fails(C.check_servable,
-                                           _servable_with(add=["Mixtral-8x7B-v0.1"]))
-    assert "gemma-2b is missing" in fails(C.check_servable, _servable_with(drop=["gemma-2b"]))
-    msg = fails(C.check_servable, _servable_with({"Mistral-7B-v0.1": lambda n: 66}))
+    assert "fewer than that" in fails(C.check_servable, _servable_with(add=["Meta-Llama-3-8B"]))
+    assert "not one request fits" in fails(C.check_servable, _servable_with(add=["DeepSeek-V3"]))
+    assert "gemma-3-1b-it is missing" in fails(C.check_servable,
+                                               _servable_with(drop=["gemma-3-1b-it"]))
+    s = cl.load_card("gemma-3-1b-it")
+    context, memory, dtype = C.SCENARIO.values()
+    full = _req(memory, cl.weight_bytes(s, dtype), cl.kv_cache_bytes_per_token(s, dtype) * context)
+    msg = fails(C.check_servable, _servable_with({"gemma-3-1b-it": lambda n: full}))
     assert "sliding window" in msg
-    shows_none_of(msg, 133)
-    assert "dict" in fails(C.check_servable, lambda *a: ["gemma-2b"])
+    shows_none_of(msg, 953)
+    assert "dict" in fails(C.check_servable, lambda *a: ["gemma-3-1b-it"])
     assert "not one of the cards" in fails(C.check_servable,
                                            lambda *a: {**servable(*a), "gpt-4": 1})
 
@@ -285,17 +320,22 @@ def _walk(name):
 
 
 def test_walkaway():
-    C.check_walkaway(_walk("Qwen2-7B-Instruct"))
-    C.check_walkaway(_walk("Qwen2-7B-Instruct") | {"model": " qwen2-7b-instruct"})
-    assert "not one request fits" in fails(C.check_walkaway, _walk("Mixtral-8x7B-v0.1"))
-    assert "positions are fewer" in fails(C.check_walkaway, _walk("Llama-2-7b-hf"))
-    assert "fewer than 7 billion" in fails(C.check_walkaway, _walk("gemma-2b"))
-    assert "serves fewer requests" in fails(C.check_walkaway, _walk("Mistral-7B-v0.1"))
+    # the model someone would deploy here: of the candidates that serve the scenario with at
+    # least 7 billion parameters, latent attention serves the most requests
+    C.check_walkaway(_walk("DeepSeek-V2-Lite"))
+    C.check_walkaway(_walk("DeepSeek-V2-Lite") | {"model": " deepseek-v2-lite"})
+    assert "not one request fits" in fails(C.check_walkaway, _walk("DeepSeek-V3"))
+    assert "positions are fewer" in fails(C.check_walkaway, _walk("Meta-Llama-3-8B"))
+    assert "fewer than 7 billion" in fails(C.check_walkaway, _walk("gemma-3-1b-it"))
+    assert "serves fewer requests" in fails(C.check_walkaway, _walk("Qwen3-30B-A3B"))
+    assert "serves fewer requests" in fails(C.check_walkaway, _walk("Qwen3-8B"))
     assert "answer with one of" in fails(C.check_walkaway, _walk("gpt2") | {"model": "x"})
-    w = _walk("Qwen2-7B-Instruct")
-    msg = fails(C.check_walkaway, {**w, "kv_cache_bytes_per_token": w["kv_cache_bytes_per_token"] * 8192})
+    w = _walk("DeepSeek-V2-Lite")
+    msg = fails(C.check_walkaway, {**w, "kv_cache_bytes_per_token": w["kv_cache_bytes_per_token"] * 32768})
     assert "per request" in msg or "times the context" in msg
     assert "'model'" in fails(C.check_walkaway, {k: v for k, v in w.items() if k != "model"})
+    assert "shared experts" in fails(C.check_walkaway, {**w, "active_params": w["active_params"]
+                                                        - 26 * 3 * 2048 * 2816})
 
 
 # --- real-world examples -------------------------------------------------------------------------

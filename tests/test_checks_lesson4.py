@@ -4,7 +4,7 @@ shows a hidden value.
 
 The right answers here are written independently of the notebook's model answer: rotary
 positions as complex multiplication (each pair a + ib times e^(i·m·θ)), tiled attention over
-key tiles only, and the counts from the formulas of the module text."""
+key tiles only, and the counts from the formulas of the lesson (2·n²·d for the scores, 12·n·d² for the weights)."""
 from __future__ import annotations
 
 import math
@@ -17,8 +17,11 @@ import torch
 import torch.nn.functional as F
 
 import course_lib
+import wrong_answers
+from course_lib.checks import CheckFailed
 from course_lib.checks import lesson4 as L4
 from notebook_cells import fails, graded_cells
+from wrong_answers.lesson4 import HIDDEN_ONLY, WRONG
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson4" / "lesson4.ipynb"
 
@@ -287,7 +290,7 @@ def test_block_macs_wants_the_keys_and_own_work():
     assert "course_lib's own counter" in fails(L4.check_block_macs, lazy)
 
 
-@pytest.mark.parametrize("factor, phrase", [(12, "twice the rest"), (2, "four attention projections"),
+@pytest.mark.parametrize("factor, phrase", [(12, "twice the rest"), (2, "attention's own projections"),
                                             (4, "feed-forward layer only"), (1, "d_model itself")])
 def test_crossover_mistakes_are_named(factor, phrase):
     msg = fails(L4.check_crossover, lambda d: factor * d)
@@ -298,7 +301,8 @@ def test_crossover_mistakes_are_named(factor, phrase):
 
 
 def test_crossover_hard_coded_fails_other_widths():
-    L4.check_crossover(lambda d: 4608)
+    msg = fails(L4.check_crossover, lambda d: 4608)   # the visible test's run-time width
+    assert msg.startswith(L4.RANDOM_TAG + "crossover_length(d_model=")
     msg = fails(L4.check_crossover, lambda d: 4608, d_models=[4096])
     assert "crossover_length on a hidden test's input" in msg and "4096" not in msg
 
@@ -405,7 +409,7 @@ def _tiled(q_scale=1.0, diagonal=0, causal_override=None):
         (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).masked_fill(
             torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) if causal else
             torch.zeros(q.shape[-2], q.shape[-2], dtype=torch.bool), -math.inf), -1) @ v,
-     "half the whole"),
+     "a quarter of the 512 × 512 score matrix"),
     (lambda q, k, v, causal=False, block=32: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
      "torch's scaled_dot_product_attention"),
     (lambda q, k, v, causal=False, block=32: course_lib.tiled_attention.tiled_attention(
@@ -528,3 +532,112 @@ def test_sealed_answers_are_not_in_the_source():
     source = Path(L4.__file__).read_text()
     for plain in ("24576", "24_576", "24,576", "VENDOR_RIGHT"):
         assert plain not in source
+
+
+# --- issue #16: mistakes the visible tests now catch, with their cause ----------------------------
+
+def rotary_float32(x, positions, base=10000.0):
+    """The right pairing and frequencies, with the angles in float32."""
+    d, half = x.shape[-1], x.shape[-1] // 2
+    theta = base ** (-2 * torch.arange(half) / d)                      # float32
+    angles = positions.float()[:, None] * theta[None, :]               # float32
+    a, b = x[..., :half], x[..., half:]
+    return torch.cat([a * angles.cos() - b * angles.sin(), b * angles.cos() + a * angles.sin()], -1)
+
+
+def test_float32_angles_fail_the_visible_test_naming_float64():
+    msg = fails(L4.check_rotary, rotary_float32)
+    assert "positions=[0, 1, 2, 40000, 100000, 131071]" in msg
+    assert "float32" in msg and "torch.float64" in msg and "small positions" in msg
+
+
+def test_an_ignored_base_fails_the_visible_test():
+    msg = fails(L4.check_rotary, lambda x, positions, base=10000.0: rotary_right(x, positions))
+    assert msg.startswith(L4.RANDOM_TAG + "rotary(") and "base argument is ignored" in msg
+
+
+def test_every_visible_test_tries_an_input_made_at_run_time():
+    """An answer that ignores its arguments (the visible case's value, hard-coded) fails."""
+    assert fails(L4.check_block_macs, lambda n, d: block_macs_right(1024, 768)).startswith(L4.RANDOM_TAG)
+    assert fails(L4.check_score_bytes, lambda n, h, b: score_bytes_right(1024, 12, 2)).startswith(L4.RANDOM_TAG)
+    assert fails(L4.check_longest_input, lambda d, L, h, n: longest_right(768, 12, 12, 1024)).startswith(L4.RANDOM_TAG)
+    assert fails(L4.check_rotary_score, lambda q, k, m, n: rotary_score_right(q, k, 5, 2)).startswith(L4.RANDOM_TAG)
+    for name in ("permutation", "rotary", "rotary_score", "block_macs", "score_bytes", "update",
+                 "tiled", "longest_input"):
+        assert L4.RANDOM_CASES[name] in getattr(L4, {
+            "permutation": "PERMUTATION_CASES", "rotary": "ROTARY_CASES",
+            "rotary_score": "ROTARY_SCORE_CASES", "block_macs": "BLOCK_MACS_CASES",
+            "score_bytes": "SCORE_BYTES_CASES", "update": "UPDATE_CASES", "tiled": "TILED_CASES",
+            "longest_input": "RECAP_CASES"}[name])
+    assert L4.RANDOM_CASES["crossover"] in L4.CROSSOVER_D_MODELS
+
+
+def test_scores_and_weights_counted_both_is_named_twice():
+    msg = fails(L4.check_score_bytes, lambda n, h, b: 2 * score_bytes_right(n, h, b))
+    assert "twice" in msg and "softmax weights too" in msg
+    assert "softmax weights too" in fails(L4.check_score_tib, 2.0)
+
+
+def test_crossover_with_the_projections_counted_as_attention_is_named():
+    for check, answer in ((L4.check_tys_crossover, 2 * 4096),
+                          (L4.check_crossover, lambda d: 2 * d)):
+        msg = fails(check, answer)
+        assert "attention's own projections" in msg and "includes the projections" in msg
+
+
+def tiled_full_mask(q, k, v, causal=False, block=32):
+    """Right values, but the causal mask is made once for the whole n × n (a bool tensor)."""
+    n, d = q.shape[-2], q.shape[-1]
+    hidden = torch.ones(n, n, dtype=torch.bool).triu(1)                # n² bools
+    out = torch.empty(q.shape[:-1] + v.shape[-1:])
+    for q0 in range(0, n, block):
+        q1 = min(q0 + block, n)
+        m, l = torch.full(q.shape[:-2] + (q1 - q0,), -math.inf), torch.zeros(q.shape[:-2] + (q1 - q0,))
+        acc = torch.zeros(q.shape[:-2] + (q1 - q0, v.shape[-1]))
+        for k0 in range(0, n, block):
+            k1 = min(k0 + block, n)
+            s = q[..., q0:q1, :] @ k[..., k0:k1, :].transpose(-2, -1) / math.sqrt(d)
+            if causal:
+                s = s.masked_fill(hidden[q0:q1, k0:k1], -math.inf)
+            m, l, acc = update_right(m, l, acc, s, v[..., k0:k1, :])
+        out[..., q0:q1, :] = acc / l[..., None]
+    return out
+
+
+def test_a_full_bool_mask_breaks_the_memory_rule_whatever_its_dtype():
+    msg = fails(L4.check_tiled_attention, tiled_full_mask)
+    assert msg.startswith("my_tiled_attention(n=512, block=64, causal=False) allocated a tensor "
+                          "of shape (512, 512) (bool, 262,144 numbers)")
+    assert "in any dtype" in msg
+
+
+@pytest.mark.parametrize("wrong", [w for w in WRONG if w.why not in HIDDEN_ONLY],
+                         ids=lambda w: w.why[:40])
+def test_registry_mistakes_fail_the_visible_test(wrong):
+    """#13/#16: each registered mistake fails the visible part of its own test cell, in the
+    learner's notebook (the grade is checked through nbgrader in tests/test_grading.py)."""
+    setup, answers, tests = _cells()
+    ns: dict = {}
+    exec(setup, ns)  # noqa: S102 (our own notebook)
+    for gid, src in {**answers, wrong.cell: wrong.source}.items():
+        exec(src, ns)  # noqa: S102
+    own = "t-" + wrong.cell[2:]
+    with pytest.raises(CheckFailed):
+        exec(tests[own].split("### BEGIN HIDDEN TESTS")[0], ns)  # noqa: S102
+
+
+def test_hidden_only_mistakes_are_registered():
+    assert HIDDEN_ONLY <= {w.why for w in WRONG}
+
+
+def _cells():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    setup = next(c.source for c in nb.cells if c.cell_type == "code")
+    answers, tests = {}, {}
+    for c in nb.cells:
+        meta = c.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            answers[meta["grade_id"]] = wrong_answers.strip_solution_markers(c.source)
+        elif meta.get("grade"):
+            tests[meta["grade_id"]] = c.source
+    return setup, answers, tests

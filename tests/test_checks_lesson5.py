@@ -2,7 +2,8 @@
 message, a hard-coded or counter-calling answer fails, and no message shows the hidden value.
 
 The right answers here are written from the definitions (a key and a value per kv head per
-token per layer; a multiply-add is 2 FLOPs; GiB = 2^30 bytes), not from course_lib, so they
+token per layer; a multiply-add is 2 FLOPs; GiB = 2^30 bytes; an accelerator's memory is its
+data sheet's GB, 10^9 bytes), not from course_lib, so they
 also cross-check the counters the checks compare against.  The cases graded in the notebook
 are read from its test cells, so every graded case is exercised here too."""
 from __future__ import annotations
@@ -17,11 +18,15 @@ import pytest
 import torch
 
 import course_lib as cl
+import wrong_answers
+from course_lib.checks import CheckFailed
 from course_lib.checks import lesson5 as L5
 from notebook_cells import fails, graded_cells
+from wrong_answers.lesson5 import HIDDEN_ONLY, WRONG
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson5" / "lesson5.ipynb"
 GiB = 2**30
+GB = 10**9
 
 
 @pytest.fixture(autouse=True)
@@ -59,9 +64,9 @@ def ridge_right(peak_flops, bandwidth, bytes_per_number):
     return ridge, ridge * bytes_per_number / 2
 
 
-def requests_right(memory_gib, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
+def requests_right(memory_gb, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
                    bytes_per_number):
-    free = memory_gib * GiB - n_params * bytes_per_number
+    free = memory_gb * GB - n_params * bytes_per_number
     cache = kv_right(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number)
     return max(0, math.floor(free / cache))
 
@@ -107,7 +112,8 @@ def shows_none_of(message: str, *values) -> None:
         forms = {str(v), repr(v), f"{v:,}"} if isinstance(v, int) else {
             repr(v), f"{v:.1f}", f"{v:.2f}", f"{v:.3f}", f"{v:,.0f}"}
         for form in forms:
-            assert not re.search(rf"(?<![\d.]){re.escape(form)}(?!\d|\.\d)", message), (form, message)
+            # (not after ^: "2^30" names a unit, not the value 30)
+            assert not re.search(rf"(?<![\d.^]){re.escape(form)}(?!\d|\.\d)", message), (form, message)
 
 
 # --- right answers pass on every graded case --------------------------------------------------
@@ -125,7 +131,7 @@ def test_right_answers_pass_on_every_graded_case(capsys):
     s = cl.llama_shape()  # course_lib's exact counts for the 7B shape pass too
     L5.check_tys2(cl.arithmetic_intensity(s, 1, "bf16"), cl.arithmetic_intensity(s, 512, "bf16"),
                   "Memory", "compute")
-    L5.check_recap(17, "memory")
+    L5.check_recap(16, "memory")
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""  # a check writes nothing (stderr costs the cell)
 
@@ -142,10 +148,10 @@ def test_the_module_figures():
 
 
 def test_recap_service_fits_far_fewer_than_the_ridge_batch():
-    """The recap's point: the batch that fits (17) is far below the A100's ridge batch."""
+    """The recap's point: the batch that fits (16) is far below the A100's ridge batch."""
     r = {k: v for k, v in L5.RECAP.items() if k != "accelerator"}
     fits = L5.requests_expected(**r)
-    assert fits == requests_right(**L5.request_args(**r)) == 17
+    assert fits == requests_right(**L5.request_args(**r)) == 16
     acc = L5.ACCELERATORS[L5.RECAP["accelerator"]]
     assert fits < ridge_right(acc.peak_bf16, acc.bandwidth, 2)[1] / 5
 
@@ -158,7 +164,7 @@ def test_graded_request_counts_are_not_on_a_knife_edge():
     zero = 0
     for case in cases:
         a = L5.request_args(**case)
-        q = ((a["memory_gib"] * GiB - a["n_params"] * a["bytes_per_number"])
+        q = ((a["memory_gb"] * GB - a["n_params"] * a["bytes_per_number"])
              / kv_right(a["n_layers"], a["n_heads"], a["n_kv_heads"], a["d_head"],
                         a["n_tokens"], a["bytes_per_number"]))
         zero += q < 0
@@ -341,9 +347,12 @@ def test_ridge_mistake_is_named(fn, phrase):
     shows_none_of(msg, *ridge_right(312e12, 2.039e12, 2))
 
 
-def test_ridge_batch_equal_to_ridge_passes_visible_fails_hidden():
+def test_ridge_batch_equal_to_ridge_fails_the_visible_test_at_run_time():
+    """Right at 2 bytes a number (the A100 case): the visible case made at run time catches it."""
     fn = _ridge(batch=lambda r, **_: r)
-    L5.check_ridge_point(fn)
+    L5.check_ridge_point(fn, cases=L5.RIDGE_CASES[:1])
+    msg = fails(L5.check_ridge_point, fn)
+    assert msg.startswith(L5.RANDOM_TAG + "ridge_point(") and "the ridge itself" in msg
     assert "the ridge itself" in fails(L5.check_ridge_point, fn,
                                        cases=notebook_cases("check_ridge_point"))
 
@@ -364,7 +373,7 @@ def test_a_wrong_intensity_inside_the_batch_is_pointed_at():
 def _req(change):
     def fn(**a):
         b = a["bytes_per_number"]
-        mem, w = a["memory_gib"] * GiB, a["n_params"] * b
+        mem, w = a["memory_gb"] * GB, a["n_params"] * b
         c = kv_right(a["n_layers"], a["n_heads"], a["n_kv_heads"], a["d_head"], a["n_tokens"], b)
         return change(mem, w, c, a)
     return fn
@@ -376,27 +385,28 @@ def _floor(mem, w, c):
 
 @pytest.mark.parametrize("fn, phrase", [
     (_req(lambda mem, w, c, a: math.floor(mem / c)), "the weights must fit too"),
-    (_req(lambda mem, w, c, a: _floor(a["memory_gib"] * 1e9, w, c)), "not GB"),
+    (_req(lambda mem, w, c, a: _floor(a["memory_gb"] * GiB, w, c)), "not GiB"),
     (_req(lambda mem, w, c, a: _floor(mem, w, c * a["n_heads"] / a["n_kv_heads"])), "not the query heads"),
     (_req(lambda mem, w, c, a: _floor(mem, w, c / 2)), "factor 2"),
     (_req(lambda mem, w, c, a: max(0, math.ceil((mem - w) / c))), "round down"),
     (_req(lambda mem, w, c, a: _floor(mem, a["n_params"], c)), "n_params × bytes_per_number"),
     (_req(lambda mem, w, c, a: math.floor((mem - w) / c)), "negative"),
-], ids=["no-weights", "GB", "query-heads", "K-not-V", "ceil", "params-as-bytes", "negative"])
+], ids=["no-weights", "GiB", "query-heads", "K-not-V", "ceil", "params-as-bytes", "negative"])
 def test_request_mistake_is_named(fn, phrase):
     msg = fails(L5.check_requests_fit, fn, cases=notebook_cases("check_requests_fit"))
     assert phrase in msg
-    shows_none_of(msg, 33, *(L5.requests_expected(**c) for c in L5.REQUEST_CASES))
+    shows_none_of(msg, 30, *(L5.requests_expected(**c) for c in L5.REQUEST_CASES))
 
 
 def test_requests_hard_coded_and_counter_calls_fail():
-    L5.check_requests_fit(lambda **a: 33)  # the visible case alone cannot tell
-    fails(L5.check_requests_fit, lambda **a: 33, cases=notebook_cases("check_requests_fit"))
+    # the first visible case's answer, hard-coded: the case made at run time catches it
+    assert fails(L5.check_requests_fit, lambda **a: 30).startswith(L5.RANDOM_TAG + "requests_fit(")
+    fails(L5.check_requests_fit, lambda **a: 30, cases=notebook_cases("check_requests_fit"))
 
-    def lazy(memory_gib, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
+    def lazy(memory_gb, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
              bytes_per_number):
         s = L5.cache_shape(n_layers, n_heads, n_kv_heads, d_head)
-        free = memory_gib * GiB - n_params * bytes_per_number
+        free = memory_gb * GB - n_params * bytes_per_number
         return int(free // cl.kv_cache_bytes_per_sequence(s, n_tokens, "bf16"))
 
     assert "course_lib's own counter" in fails(L5.check_requests_fit, lazy)
@@ -444,7 +454,7 @@ def test_tys2_mistakes(answer, phrase):
 
 
 def test_tys_round_and_exact_figures_pass():
-    """The sealed answers keep their tolerance: the module's round figures and course_lib's exact
+    """The sealed answers keep their tolerance: the lesson's round figures and course_lib's exact
     counts for Llama 2 7B (within 3 %) both pass, and 4 GiB to 1 %."""
     s = cl.load_card("Llama-2-7b-hf")
     exact = [2 * n * cl.count_params(s).total / (n * cl.weight_bytes(s, "bf16")) for n in (1, 512)]
@@ -456,17 +466,17 @@ def test_tys_round_and_exact_figures_pass():
 
 
 @pytest.mark.parametrize("answer, phrase", [
-    ((25, "memory"), "the weights must fit too"),
-    ((35, "memory"), "factor 2"),
-    ((16, "memory"), "not GB"),
-    ((17, "compute"), "ridge point"),
-    ((17.5, "memory"), "whole number"),
+    ((23, "memory"), "the weights must fit too"),
+    ((32, "memory"), "factor 2"),
+    ((17, "memory"), "not GiB"),
+    ((16, "compute"), "ridge point"),
+    ((16.5, "memory"), "whole number"),
     ((30, "memory"), "your requests_fit"),
 ])
 def test_recap_mistakes(answer, phrase):
     msg = fails(L5.check_recap, *answer)
     assert phrase in msg
-    shows_none_of(msg, 17)
+    shows_none_of(msg, 16)
 
 
 # --- the notebook's graded cells ---------------------------------------------------------------
@@ -493,7 +503,7 @@ def test_every_check_publishes_records_for_the_grader(monkeypatch, capsys):
                 if ln.startswith("COURSE-CHECK-RECORD ")]
 
     gen = published(lambda: L5.check_generate_cached(gen_right))
-    assert len(gen) == 2 and '"check": "close"' in gen[1]
+    assert len(gen) == 4 and '"check": "close"' in gen[1] and '"check": "close"' in gen[3]
 
     @torch.no_grad()
     def exact_calls(model, prompt, n_new):  # n_new calls, not n_new + 1
@@ -512,5 +522,61 @@ def test_every_check_publishes_records_for_the_grader(monkeypatch, capsys):
                 lambda: L5.check_requests_fit(requests_right),
                 lambda: L5.check_tys1("keys and values", 4.0),
                 lambda: L5.check_tys2(1, 512, "memory", "compute"),
-                lambda: L5.check_recap(17, "memory")):
+                lambda: L5.check_recap(16, "memory")):
         assert published(run)
+
+
+# --- #13/#16: the visible tests catch what the registry lists ---------------------------------------
+
+def test_float_token_ids_are_refused_naming_the_type():
+    msg = fails(L5.check_generate_cached, lambda model, prompt, n_new: gen_right(model, prompt, n_new).float())
+    assert "integer token ids" in msg and "torch.float32" in msg
+
+
+def test_every_function_check_tries_an_input_made_at_run_time():
+    assert L5.RANDOM_GEN_CASE in L5.GEN_CASES and L5.RANDOM_KV_CASE in L5.KV_CASES
+    assert L5.RANDOM_INTENSITY_CASE in L5.INTENSITY_CASES and L5.RANDOM_RIDGE_CASE in L5.RIDGE_CASES
+    assert L5.RANDOM_REQUEST_CASE in L5.REQUEST_CASES
+    # the first visible case's tokens, whatever the model: the run-time case catches it
+    first = L5.GEN_CASES[0]
+    fixed = gen_right(L5.toy_model(first["shape"], first["seed"]),
+                      L5._prompt(L5.toy_model(first["shape"], first["seed"]), first["batch"],
+                                 first["prompt_len"], first["seed"]), first["n_new"])
+
+    def hard_coded(model, prompt, n_new):   # a cached loop, then the first case's tokens
+        gen_right(model, prompt, n_new)
+        return fixed
+
+    assert fails(L5.check_generate_cached, hard_coded).startswith(L5.RANDOM_TAG)
+
+
+def _cells():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    setup = next(c.source for c in nb.cells if c.cell_type == "code")
+    answers, tests = {}, {}
+    for c in nb.cells:
+        meta = c.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            answers[meta["grade_id"]] = wrong_answers.strip_solution_markers(c.source)
+        elif meta.get("grade"):
+            tests[meta["grade_id"]] = c.source
+    return setup, answers, tests
+
+
+@pytest.mark.parametrize("wrong", [w for w in WRONG if w.why not in HIDDEN_ONLY],
+                         ids=lambda w: w.why[:40])
+def test_registry_mistakes_fail_the_visible_test(wrong):
+    """Each registered mistake fails the visible part of its own test cell, in the learner's
+    notebook (the grade is checked through nbgrader in tests/test_grading.py)."""
+    setup, answers, tests = _cells()
+    ns: dict = {}
+    exec(setup, ns)  # noqa: S102 (our own notebook)
+    for src in {**answers, wrong.cell: wrong.source}.values():
+        exec(src, ns)  # noqa: S102
+    with pytest.raises(CheckFailed):
+        exec(tests["t-" + wrong.cell[2:]].split("### BEGIN HIDDEN TESTS")[0], ns)  # noqa: S102
+
+
+def test_hidden_only_mistakes_are_registered():
+    assert HIDDEN_ONLY <= {w.why for w in WRONG}
+

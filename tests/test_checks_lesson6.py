@@ -523,6 +523,165 @@ def test_tys2_mistakes(answer, phrase):
     assert phrase in fails(L6.check_tys2, *answer)
 
 
+# --- the variants of 2025-26: the cache by kind of layer ---------------------------------------
+# Right answers written from the papers' descriptions: a sliding layer keeps min(n, window)
+# tokens (Beltagy et al. 2020), a latent-attention layer the latent and the rotary key
+# (DeepSeek-V2, section 2.1.2); the module figures are transformers' cache sizes (tests/test_memory.py).
+
+def seq_right(s, n, b):
+    width = (s.mla.kv_lora_rank + s.mla.d_head_rope) if s.mla is not None \
+        else 2 * s.n_kv_heads * s.d_head
+    layers = [min(n, s.sliding_window) if i < s.sliding_layers else n for i in range(s.n_layers)]
+    return width * sum(layers) * b
+
+
+SEQ_HIDDEN_LIKE = [dict(card=c, n_tokens=n, bytes_per_number=b)
+                   for c in ("gpt-oss-20b", "DeepSeek-V3", "Mistral-7B-v0.1", "gemma-2-9b",
+                             "Qwen3-8B", "Meta-Llama-3-8B")
+                   for n, b in ((100, 2), (131_072, 4))]
+
+
+def test_sequence_figures():
+    gemma, lite = cl.load_card("gemma-3-1b-it"), cl.load_card("DeepSeek-V2-Lite")
+    assert (gemma.sliding_layers, gemma.sliding_window, gemma.n_layers) == (22, 512, 26)
+    # 4 global layers of 32,768 tokens and 22 sliding ones of 512, one kv head of 256, 16-bit
+    assert seq_right(gemma, 32768, 2) == 2 * 256 * (4 * 32768 + 22 * 512) * 2
+    assert seq_right(lite, 32768, 2) == 27 * 576 * 32768 * 2
+    assert L6.RANDOM_SEQ_CASE["n_tokens"] > L6.RANDOM_SEQ_CASE["card"]["sliding_window"]
+
+
+def test_sequence_right_answer_passes():
+    L6.check_kv_bytes_per_sequence(seq_right)
+    L6.check_kv_bytes_per_sequence(seq_right, cases=SEQ_HIDDEN_LIKE)
+
+
+def _seq_full(s, n, b):            # the window ignored: every layer keeps every token
+    return seq_right(s.with_(sliding_window=None, n_sliding_layers=None), n, b)
+
+
+def _seq_all_slide(s, n, b):       # every layer given the window
+    return seq_right(s.with_(n_sliding_layers=None), n, b) if s.sliding_window else seq_right(s, n, b)
+
+
+def _seq_heads(s, n, b):           # latent attention cached as keys and values per head
+    return 2 * s.n_layers * s.n_kv_heads * s.d_head * n * b if s.mla else seq_right(s, n, b)
+
+
+def _seq_no_rope(s, n, b):
+    return s.n_layers * s.mla.kv_lora_rank * n * b if s.mla else seq_right(s, n, b)
+
+
+SEQ_MISTAKES = [
+    (_seq_full, "gemma-3-1b-it", "the window is ignored"),
+    (_seq_all_slide, "gemma-3-1b-it", "every layer is given the window"),
+    (_seq_heads, "DeepSeek-V2-Lite", "not a key and a value per head"),
+    (_seq_no_rope, "DeepSeek-V2-Lite", "rotary key"),
+    (lambda s, n, b: seq_right(s, 1, b), "gemma-3-1b-it", "one token's cache"),
+]
+
+
+@pytest.mark.parametrize("fn, card, phrase", SEQ_MISTAKES, ids=[p for *_, p in SEQ_MISTAKES])
+def test_sequence_mistake_is_named(fn, card, phrase):
+    msg = fails(L6.check_kv_bytes_per_sequence, fn)
+    assert phrase in msg and card in msg
+
+
+def test_sequence_random_shape_catches_an_answer_for_the_shown_cards():
+    shown = {(c["card"], c["n_tokens"]): seq_right(cl.load_card(c["card"]), c["n_tokens"], 2)
+             for c in L6.SEQ_CASES[:2]}
+    msg = fails(L6.check_kv_bytes_per_sequence,
+                lambda s, n, b: shown.get((s.name, n), 0))
+    assert msg.startswith(L6.RANDOM_TAG) or L6.RANDOM_TAG in msg
+
+
+def test_sequence_hidden_messages_withhold_the_card():
+    msg = fails(L6.check_kv_bytes_per_sequence, _seq_full,
+                cases=[dict(card="gpt-oss-20b", n_tokens=131_072, bytes_per_number=4)])
+    assert "hidden test" in msg and "gpt-oss-20b" not in msg and "the window is ignored" in msg
+    shows_none_of(msg, seq_right(cl.load_card("gpt-oss-20b"), 131_072, 4), 131_072)
+
+
+def test_sequence_shortcuts_fail():
+    assert "kv_cache_width" in fails(L6.check_kv_bytes_per_sequence,
+                                     lambda s, n, b: s.kv_cache_width * n * s.n_layers * b)
+    assert "course_lib's own counter" in fails(
+        L6.check_kv_bytes_per_sequence,
+        lambda s, n, b: cl.kv_cache_bytes_per_sequence(s, n, {1: "int8", 2: "bf16", 4: "fp32"}[b]))
+
+
+# --- the variants of 2025-26: fine-grained and shared experts ----------------------------------
+
+def moe_layer_right(s):
+    """Written from the architectures: routed experts, the shared experts' one MLP, the router
+    (with gpt-oss's bias and Qwen2-MoE's shared-expert gate)."""
+    def mlp(width):
+        mats = 3 if s.mlp in ("swiglu", "geglu") else 2
+        return mats * s.d_model * width + ((mats - 1) * width + s.d_model if s.mlp_bias else 0)
+    shared = mlp(s.d_ff_shared or s.n_shared_experts * s.d_ff) if s.n_shared_experts else 0
+    router = (s.d_model * s.n_experts + (s.n_experts if s.router_bias else 0)
+              + (s.d_model if s.shared_expert_gate else 0))
+    return (s.n_experts * mlp(s.d_ff) + shared + router,
+            s.n_experts_per_tok * mlp(s.d_ff) + shared + router)
+
+
+MOE_CARDS_2026 = [n for n in cl.card_names() if cl.load_card(n).is_moe]
+
+
+def test_moe_layer_figures():
+    lite = cl.load_card("DeepSeek-V2-Lite")
+    expert, shared, router = 3 * 2048 * 1408, 3 * 2048 * 2 * 1408, 2048 * 64
+    assert moe_layer_right(lite) == (64 * expert + shared + router, 6 * expert + shared + router)
+
+
+def test_moe_layer_right_answer_passes_on_every_shipped_mixture():
+    L6.check_moe_layer_params(moe_layer_right)
+    L6.check_moe_layer_params(moe_layer_right, cards=MOE_CARDS_2026)
+
+
+def _moe_layer_with(held=lambda h, u, s: h, used=lambda h, u, s: u):
+    def fn(s):
+        h, u = moe_layer_right(s)
+        return held(h, u, s), used(h, u, s)
+    return fn
+
+
+def _shared(s):
+    """The shared experts' parameters: what the layer holds beyond the same card without them."""
+    none = s.with_(n_shared_experts=0, d_ff_shared=None, shared_expert_gate=False)
+    return moe_layer_right(s)[0] - moe_layer_right(none)[0] - (s.d_model if s.shared_expert_gate else 0)
+
+
+MOE_LAYER_MISTAKES = [
+    (_moe_layer_with(used=lambda h, u, s: h), ["Qwen3-30B-A3B"], "all experts are counted active"),
+    (_moe_layer_with(held=lambda h, u, s: h - _shared(s), used=lambda h, u, s: u - _shared(s)),
+     ["DeepSeek-V2-Lite"], "the shared experts are missing"),
+    (_moe_layer_with(held=lambda h, u, s: u), ["Qwen3-30B-A3B"], "what one token uses"),
+    (_moe_layer_with(held=lambda h, u, s: h - s.d_model, used=lambda h, u, s: u - s.d_model),
+     ["Qwen1.5-MoE-A2.7B"], "gate"),
+    (_moe_layer_with(held=lambda h, u, s: h - s.n_experts, used=lambda h, u, s: u - s.n_experts),
+     ["gpt-oss-20b"], "router's bias"),
+]
+
+
+@pytest.mark.parametrize("fn, cards, phrase", MOE_LAYER_MISTAKES,
+                         ids=[p for *_, p in MOE_LAYER_MISTAKES])
+def test_moe_layer_mistake_is_named(fn, cards, phrase):
+    assert phrase in fails(L6.check_moe_layer_params, fn, cards=cards)
+
+
+def test_moe_layer_hidden_messages_withhold_the_card():
+    fn = _moe_layer_with(used=lambda h, u, s: h)
+    msg = fails(L6.check_moe_layer_params, fn, cards=["GLM-4.5-Air"])
+    assert "hidden test" in msg and "GLM" not in msg
+    shows_none_of(msg, *moe_layer_right(cl.load_card("GLM-4.5-Air")))
+
+
+def test_moe_layer_random_shape_has_shared_experts():
+    assert L6.RANDOM_MOE_CARD["n_shared_experts"] >= 1
+    shown = {n: moe_layer_right(cl.load_card(n)) for n in L6.MOE_CARDS[:2]}
+    assert L6.RANDOM_TAG in fails(L6.check_moe_layer_params, lambda s: shown.get(s.name, (0, 0)))
+
+
 # --- the notebook's graded cells ------------------------------------------------------------------
 
 CHECK_CALL = re.compile(r"^(lesson6\.check_\w+\(|assert\b)")
@@ -531,4 +690,5 @@ CHECK_CALL = re.compile(r"^(lesson6\.check_\w+\(|assert\b)")
 def test_notebook_grading_cells_are_well_formed():
     nb, answers, tests = graded_cells(NOTEBOOK, CHECK_CALL)
     assert set(tests) == {"gqa", "kv-bytes", "moe-sizes", "card-params", "requests",
-                          "four-sizes", "llama2-70b", "mixtral", "tys1", "tys2"}
+                          "four-sizes", "kv-seq", "moe-layer", "llama2-70b", "mixtral", "tys1",
+                          "tys2"}

@@ -11,12 +11,7 @@ from course_lib.compression import (CHAIN_SHAPE, WEIGHTS_DIR, chain_task, load_c
 from course_lib.tiny_gpt import TinyGPT
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

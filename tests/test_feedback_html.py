@@ -6,44 +6,14 @@ The graded pages of every assignment are scanned in tests/test_grading.py
 from __future__ import annotations
 
 import copy
-import html
-from html.parser import HTMLParser
 
 import nbformat
 import pytest
 
 import wrong_answers
+from scans import page_text, shown_hidden
 from course_tools.feedback import CellResult, Report, hidden_lines
 from course_tools.feedback_html import WITHHELD_OUTPUT, feedback_notebook, render_html
-
-
-class _Text(HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.parts, self._skip = [], 0
-
-    def handle_starttag(self, tag, attrs):
-        self._skip += tag in ("style", "script")
-
-    def handle_endtag(self, tag):
-        self._skip -= tag in ("style", "script") and self._skip > 0
-
-    def handle_data(self, data):
-        if not self._skip:
-            self.parts.append(data)
-
-
-def page_text(page: str) -> str:
-    """What a browser shows of an HTML page (style and script left out)."""
-    p = _Text()
-    p.feed(page)
-    return html.unescape("".join(p.parts))
-
-
-def shown_hidden(page: str, secret: list[str]) -> list[str]:
-    """The hidden-test lines (``secret``) a page shows, spaces compared loosely."""
-    text = " ".join(page_text(page).split())
-    return [h for h in secret if " ".join(h.split()) in text]
 
 
 @pytest.fixture

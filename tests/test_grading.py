@@ -27,7 +27,7 @@ import nbformat
 import grading_class
 import wrong_answers
 from conftest import MINI_NEARLY_BLANK, MINI_SETTINGS
-from test_feedback_html import page_text, shown_hidden
+from scans import page_text, shown_hidden
 from course_tools.feedback import STATUS_WORDS, WITHHELD, hidden_lines
 from course_tools.intake import answers_changed
 
@@ -285,6 +285,20 @@ def test_noise_is_noted_not_penalised(class_graded):
     text = (class_graded.out / "feedback" / "noisy" / f"{class_graded.case.name}.md").read_text()
     assert "wrote to stderr during this test" in text and "not held against you" in text
     assert "Every test passed." in text
+
+
+def test_settings_the_lab_rewrote_without_meaning_cost_nothing_and_say_nothing(class_graded):
+    """A correct submission whose every graded cell lost nbgrader's ``cell_type`` (what
+    JupyterLab's Create Assignment panel does when merely opened) is graded in full, with no
+    note in its row, the report or its feedback."""
+    g = class_graded
+    row = g.results[grading_class.LAB_PANEL]
+    assert (row["status"], row["score"], row["detail"]) == ("graded", row["max_score"], ""), row
+    line = next(ln for ln in g.report.splitlines()
+                if ln.strip().startswith(grading_class.LAB_PANEL + " "))
+    assert "restored" not in line and "changed" not in line, line
+    text = (g.out / "feedback" / grading_class.LAB_PANEL / f"{g.case.name}.md").read_text()
+    assert "Every test passed." in text and "restored" not in text and "settings" not in text
 
 
 def test_output_is_capped(class_graded):

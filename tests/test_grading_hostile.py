@@ -34,17 +34,16 @@ def test_kernel_only_test_cells_are_reported(graded):
         assert silent == ["t-both", "t-double", "t-square"]  # bare asserts
 
 
+@pytest.mark.real_assignments  # the mini course's tests are bare asserts on purpose
 def test_no_test_cell_is_decided_in_the_kernel_only(graded):
-    if graded.case.mini:
-        pytest.skip("the mini course's tests are bare asserts on purpose")
     assert _kernel_only(graded) == [], (
         "these test cells publish no check records: build their checks from course_lib.checks "
         "(check_value, check_close, check_equal, check_sealed, ...)")
 
 
+@pytest.mark.real_assignments  # the mini course has no disarmed student
 def test_disarmed_checks_earn_nothing(graded):
-    if graded.case.mini or not graded.case.wrongs:
-        pytest.skip("no disarmed student for this case")
+    assert graded.case.wrongs, f"{graded.case.name} has no wrong answers to disarm"
     honest, hostile = graded.results["wrong-1"], graded.results[DISARMED]
     assert hostile["status"] == honest["status"] == "graded", hostile["detail"]
     mine = {c["grade_id"]: c for c in hostile["cells"]}

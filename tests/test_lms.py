@@ -22,6 +22,7 @@ from course_tools.feedback import CellResult, Report
 from course_tools.intake import MISNAMED, USABLE, inspect_submission
 
 import wrong_answers
+from conftest import CANVAS_EXPORT, MOODLE_WORKSHEET
 
 KNOWN = ["lesson1", "lesson2"]
 NB = json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
@@ -238,21 +239,6 @@ def test_the_only_notebook_is_graded_under_any_name(mini, tmp_path, name):
 
 # --- CSVs ------------------------------------------------------------------------------------
 
-CANVAS_EXPORT = (
-    "Student,ID,SIS User ID,SIS Login ID,Section,Lesson 0 (1001),lesson1 (1002),"
-    "Current Points,Final Points\n"
-    "    Points Possible,,,,,5,10,(read only),(read only)\n"
-    '"Lovelace, Ada",12345,S1,ada,Sec A,5,,5,5\n'
-    '"Turing, Alan",12346,S2,alan,Sec A,4,3,7,7\n'
-    '"Hopper, Grace",12347,S3,grace,Sec B,,,0,0\n')
-MOODLE_WORKSHEET = (
-    "Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,"
-    "Last modified (submission),Last modified (grade),Feedback comments\n"
-    "Participant 501,Ada Lovelace,ada@example.org,Submitted for grading,,10.00,Yes,"
-    '"Monday, 30 November 2026, 10:00 AM",-,\n'
-    "Participant 502,Alan Turing,alan@example.org,Submitted for grading - 1 day late,,10.00,Yes,"
-    '"Tuesday, 1 December 2026, 10:00 AM",-,\n'
-    "Participant 503,Grace Hopper,grace@example.org,No submission,,10.00,Yes,-,-,\n")
 
 
 def _reports(assignment="lesson1"):

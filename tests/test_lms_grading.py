@@ -10,9 +10,9 @@ import zipfile
 
 import pytest
 
-from conftest import MINI_SETTINGS, MINI_WRONG, Case, _graded
-from test_feedback_html import page_text
-from test_lms import CANVAS_EXPORT, MOODLE_WORKSHEET
+from conftest import CANVAS_EXPORT, MINI_SETTINGS, MINI_WRONG, MOODLE_WORKSHEET, Case, _graded
+from scans import page_text
+
 
 SETTINGS = {**MINI_SETTINGS, "jobs": 2, "notebook_timeout": 120}
 

@@ -19,13 +19,7 @@ DT = torch.float64
 D_MODEL, D_FF = 16, 24
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny layers: one torch thread is faster than several spinning on a shared 2-core box."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def moe_shape(mlp="swiglu", bias=False, n_experts=8, k=2, d_model=D_MODEL, d_ff=D_FF):

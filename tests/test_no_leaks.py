@@ -23,36 +23,11 @@ import re
 import nbformat
 import pytest
 
-from test_release import leaks
+from scans import _forms, leaks, shape_number  # noqa: F401 - shape_number: the docstring's
 
 TAUGHT: dict[str, dict[str, str]] = {
     # assignment: {spelling found in the release: why the prose shows it on purpose}
 }
-
-
-def shape_number(i: int) -> bool:
-    """A width or a context length (2^m or 3·2^m, at least 64): the course's shapes are made
-    of these, so an answer equal to one is a figure of a card, not a computed secret."""
-    for k in (1, 3):
-        if i % k == 0 and i // k >= 64 and (i // k) & (i // k - 1) == 0:
-            return True
-    return False
-
-
-def _forms(v) -> set[str]:
-    """Spellings of a recorded value worth searching for (empty if it is too common)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return set()
-    if isinstance(v, int) or float(v).is_integer():
-        i = int(v)
-        if abs(i) < 1000 or shape_number(abs(i)):
-            return set()
-        return {str(i), f"{i:,}", f"{i:_}"}
-    forms = {f"{v:.{k}g}" for k in (4, 5, 6)} | {f"{v:.{k}f}" for k in (2, 3, 4)}
-    if 0 < abs(v) < 1:
-        forms |= {f"{100 * v:.{k}f}" for k in (1, 2)}
-    # a spelling with fewer than 4 significant figures proves nothing
-    return {f for f in forms if len(re.sub(r"[^0-9]", "", f).lstrip("0")) >= 4}
 
 
 def values_of(records: list[dict]) -> list:
@@ -85,10 +60,11 @@ def found_values(reference: dict[str, list[dict]], release) -> list[tuple[str, s
     return sorted(found)
 
 
+pytestmark = pytest.mark.real_assignments  # the throwaway course has no release in notebooks/
+
+
 @pytest.fixture
 def real_graded(graded):
-    if graded.case.mini:
-        pytest.skip("the throwaway course has no student release in notebooks/")
     return graded
 
 
@@ -111,8 +87,7 @@ def test_the_scan_finds_a_planted_answer(real_graded):
     g = real_graded
     release = nbformat.read(g.case.release_path, as_version=4)
     values = [v for recs in g.reference.values() for v in values_of(recs) if _forms(v)]
-    if not values:
-        pytest.skip(f"{g.case.name} records no value with 4 significant figures")
+    assert values, f"{g.case.name} records no value with 4 significant figures"
     v = values[0]
     for form in sorted(_forms(v)):
         planted = nbformat.from_dict(release)

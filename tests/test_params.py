@@ -128,14 +128,15 @@ def assert_matches(s: ModelShape, model) -> None:
 
 # --- shipped cards ----------------------------------------------------------------------------
 
-# shared/REFERENCE.md, "Public cards" (checked there on the meta device).
+# Totals of the same architectures built by transformers on the meta device (the models' own
+# config.json, course_lib/cards/sources.toml); tests/test_families.py rebuilds them part by part.
 REFERENCE_TOTALS = {
     "gpt2": 124_439_808, "gpt2-medium": 354_823_168, "gpt2-large": 774_030_080,
     "Llama-2-7b-hf": 6_738_415_616, "Llama-2-13b-hf": 13_015_864_320,
     "Llama-2-70b-hf": 68_976_648_192, "Meta-Llama-3-8B": 8_030_261_248,
     "Mistral-7B-v0.1": 7_241_732_096, "Mixtral-8x7B-v0.1": 46_702_792_704,
 }
-MIXTRAL_ACTIVE = 12_879_925_248  # REFERENCE.md
+MIXTRAL_ACTIVE = 12_879_925_248  # 2 of 8 experts a layer; "12.9B active" (Jiang et al., 2024)
 
 
 @pytest.mark.parametrize("name", cl.card_names())
@@ -227,7 +228,7 @@ def test_deepseek_v3_active():
 
 def test_gpt2_embedding_share():
     p = count_params(cl.load_card("gpt2"))
-    assert p.embedding == 39_383_808  # REFERENCE.md: 50257·768 + 1024·768
+    assert p.embedding == 39_383_808  # 50257·768 + 1024·768 (token and position tables)
     assert round(100 * p.embedding / p.total, 1) == 31.6
 
 

@@ -7,7 +7,6 @@ assignment in solutions/.
 from __future__ import annotations
 
 import copy
-import re
 import shutil
 from pathlib import Path
 
@@ -15,46 +14,10 @@ import nbformat
 import pytest
 
 import course_tools
-from course_tools.feedback import (HIDDEN_BEGIN, HIDDEN_END, SOLUTION_BEGIN, SOLUTION_END,
-                                   marked_blocks)
 from course_tools.release import generate_release, main as release_main
+from scans import _digest, _nbgrader, leaks
 
 REPO = Path(__file__).resolve().parent.parent
-MARKERS = (SOLUTION_BEGIN, SOLUTION_END, HIDDEN_BEGIN, HIDDEN_END, "BEGIN MARK SCHEME")
-_NO_WORD = re.compile(r"^[\W_]*$")  # brackets, ellipses, lone '#'
-_COMMON = {"else:", "try:", "finally:", "except:", "pass", "return", "break", "continue",
-           "return None", "return True", "return False"}
-
-
-def _nbgrader(cell) -> dict:
-    return dict(cell.metadata.get("nbgrader", {}))
-
-
-def _digest(nb):
-    return [(c.cell_type, c.source, _nbgrader(c)) for c in nb.cells]
-
-
-def leaks(source_nb, release_nb) -> list[str]:
-    """Markers in the release, and lines of solution or hidden-test blocks found in it (lines
-    with no letter or digit, and bare keywords like ``else:``, prove nothing and are skipped)."""
-    found = []
-    release_lines = set()
-    for i, cell in enumerate(release_nb.cells):
-        for marker in MARKERS:
-            if marker in cell.source:
-                found.append(f"release cell {i} holds the marker {marker!r}")
-        release_lines |= {ln.strip() for ln in cell.source.splitlines()}
-    for cell in source_nb.cells:
-        gid = _nbgrader(cell).get("grade_id", "?")
-        for kind, (begin, end) in {"solution": (SOLUTION_BEGIN, SOLUTION_END),
-                                   "hidden test": (HIDDEN_BEGIN, HIDDEN_END)}.items():
-            for line in marked_blocks(cell.source, begin, end):
-                s = line.strip()
-                if s and not _NO_WORD.match(s) and s not in _COMMON and s in release_lines:
-                    found.append(f"{kind} line of {gid} is in the release: {s!r}")
-    return found
-
-
 @pytest.fixture
 def fresh_release(assignment_case, tmp_path) -> Path:
     """A fresh ``generate_assignment`` of the case's source, in a tmp folder."""

@@ -31,7 +31,7 @@ import pytest
 
 import course_lib
 from course_lib.checks import records, watch_calls
-from test_no_leaks import _forms
+from scans import _forms
 from wrong_answers import strip_solution_markers
 
 # the notebooks' plots pass tensors to matplotlib, which warns about numpy 2's copy keyword

@@ -9,13 +9,7 @@ from course_lib.tiny_gpt import TinyGPT, kv_cache_bytes, n_params
 DT = torch.float64
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one thread is faster, and far faster on a busy machine (no spin-waiting)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def random_shape(g):

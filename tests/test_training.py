@@ -13,13 +13,7 @@ from course_lib.training import (INDUCTION_SHAPE, WEIGHTS_DIR, load_induction_mo
                                  next_token_losses, train)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one thread is faster, and far faster on a busy machine (no spin-waiting)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import copy
 import math
+import tomllib
+from importlib import resources
 from typing import Callable, Mapping, Sequence
 
 from ..cards import card_config, card_names, shape_from_config
@@ -28,30 +30,48 @@ from ..memory import (kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, req
                       weight_bytes)
 from ..params import count_params, mlp_params
 from ..shapes import ModelShape
-from ..units import GB, GiB, TiB, dtype_bytes
+from ..units import GB, GiB, TiB, dtype_bytes, parse_size
 from . import (CheckFailed, as_keyed, check_choice, check_equal, check_sealed, check_value,
                is_shown, on_hidden, own_work, watch_calls)
 from .sealed import load as _load_sealed
+from .exercise import merged
 
 SEALED = _load_sealed("capstone")
 """This assignment's sealed answers by salt (sealed_answers/capstone.json)."""
 
 # --- what the capstone covers ------------------------------------------------------------------
 
-FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma")
-"""The ``model_type`` values ``size_card`` must read (the notebook's table of keys says how)."""
+FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma",
+            "qwen3", "qwen3_moe", "gemma3_text", "deepseek_v2", "deepseek_v3")
+"""The ``model_type`` values ``size_card`` must read (the notebook's tables of keys say how):
+six of 2023-24 and five of 2025-26 (a dense grouped-query model with q/k norms, fine-grained
+experts, sliding and global layers, latent attention with shared experts)."""
 
 SIZE_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "requests_that_fit")
 
-CANDIDATES = tuple(n for n in card_names() if card_config(n)["model_type"] in FAMILIES)
-"""The shipped cards of :data:`FAMILIES`: the candidates of the serving scenario."""
+SHIPPED = tuple(n for n in card_names() if card_config(n)["model_type"] in FAMILIES)
+"""Every shipped card of :data:`FAMILIES` (the hidden tests size them all)."""
 
-SCENARIO = dict(context=8192, gpu_memory_bytes=80 * GiB, dtype="bf16")
-"""One 80 GiB accelerator, requests of 8,192 tokens, 16-bit weights and cache (the module
-text's serving example)."""
+ACCELERATORS = tomllib.loads((resources.files("course_lib") / "cards" / "accelerators.toml")
+                             .read_text())["accelerators"]
+"""Accelerators with their data-sheet memory and its source (course_lib/cards/accelerators.toml)."""
+ACCELERATOR = "H200 SXM"
+ACCELERATOR_MEMORY = parse_size(ACCELERATORS[ACCELERATOR]["memory"])
+"""The scenario's accelerator: NVIDIA H200, 141 GB of HBM3e on its data sheet, 141 × 10^9
+bytes."""
+
+CANDIDATES = ("Meta-Llama-3-8B", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it",
+              "DeepSeek-V2-Lite", "DeepSeek-V3")
+"""The serving scenario's candidates, cards of 2024-26: dense grouped-query (Llama 3, Qwen3),
+fine-grained experts (Qwen3-30B-A3B), sliding and global layers (Gemma 3), latent attention
+with shared experts (DeepSeek-V2-Lite, DeepSeek-V3)."""
+
+SCENARIO = dict(context=32768, gpu_memory_bytes=ACCELERATOR_MEMORY, dtype="bf16")
+"""One H200 (141 GB), requests of 32,768 tokens, 16-bit weights and cache."""
 
 VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1",
-                 "Qwen2-7B-Instruct", "gemma-2b")
+                 "Qwen2-7B-Instruct", "gemma-2b", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it",
+                 "DeepSeek-V2-Lite", "DeepSeek-V3")
 """One shipped card per family, for the visible test of ``size_card``."""
 
 PAPER_2017 = dict(d_model=512, d_ff=2048, n_heads=8, n_layers=6)
@@ -168,8 +188,9 @@ def expected_servable(cards: Mapping[str, Mapping], context: int, gpu_memory_byt
 
 
 def _alt_d_head(s: ModelShape) -> int | None:
-    """hidden_size / heads when that differs from the card's head_dim (else None)."""
-    if s.d_model % s.n_heads == 0 and s.d_model // s.n_heads != s.d_head:
+    """hidden_size / heads when that differs from the card's head_dim (else None; latent
+    attention's heads are qk_nope_head_dim + qk_rope_head_dim wide, read from their keys)."""
+    if s.mla is None and s.d_model % s.n_heads == 0 and s.d_model // s.n_heads != s.d_head:
         return s.d_model // s.n_heads
     return None
 
@@ -189,6 +210,8 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int,
     seq = kv_cache_bytes_per_sequence(s, context, dtype)
     mem = gpu_memory_bytes
 
+    moe_L, E = s.moe_layers, s.n_experts
+    shared = mlp_params(s, s.shared_width) if s.n_shared_experts else 0
     total: dict = {}
     if s.tied_embeddings:
         total["this card ties its output head to the token embedding (the same matrix): "
@@ -199,8 +222,22 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int,
     if s.is_moe:
         total["that is the active count: total parameters hold every expert, used or not"] = \
             c.active
-        total["the routers are missing: one hidden_size × num_local_experts matrix per layer"] = \
-            c.total - L * d * s.n_experts
+        total["the routers are missing: one hidden_size × (number of experts) matrix in each "
+              "layer of experts"] = c.total - moe_L * d * E
+    if s.n_shared_experts:
+        total["the shared experts are missing: every layer of experts also holds one "
+              "feed-forward layer n_shared_experts × moe_intermediate_size wide"] = \
+            c.total - moe_L * shared
+    if s.n_dense_layers:
+        total["the first first_k_dense_replace layers are dense (one feed-forward layer "
+              "intermediate_size wide), not experts"] = count_params(
+                  s.with_(n_dense_layers=0, d_ff_dense=None)).total
+    if s.qk_norm == "head":
+        total["this family norms queries and keys: an RMSNorm of head_dim each (q_norm, "
+              "k_norm) in every layer"] = c.total - 2 * L * s.d_head
+    if s.norms_per_block == 4:
+        total["gemma3_text has four norms in each block (before and after attention and the "
+              "feed-forward layer), not two"] = c.total - 2 * L * d
     alt = _alt_d_head(s)
     if alt:
         total["this card sets head_dim: its heads are head_dim wide, not hidden_size / "
@@ -216,9 +253,10 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int,
         total["GPT-2 learns its positions: add an n_positions × n_embd table"] = \
             c.total - s.n_ctx * d
     if s.mlp in ("swiglu", "geglu"):
-        n_mlps = s.n_experts if s.is_moe else 1
+        ff_widths = (moe_L * (E * s.d_ff + s.shared_width)
+                     + (L - moe_L) * (s.d_ff_dense or s.d_ff))
         total["a gated feed-forward layer (SwiGLU, GeGLU) has three matrices: gate, up and "
-              "down"] = c.total - L * n_mlps * d * s.d_ff
+              "down"] = c.total - d * ff_widths
     if s.model_type == "gpt2":
         total["GPT-2's feed-forward width is n_inner, or 4 × n_embd when n_inner is null"] = \
             count_params(s.with_(d_ff=d)).total
@@ -230,9 +268,12 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int,
         active["that counts every expert: each token goes through num_experts_per_tok of "
                "them, and the others do no work for it"] = c.total
         active["a token uses its router too: active parameters are everything except the "
-               "experts it is not sent to"] = c.active - L * d * s.n_experts
+               "experts it is not sent to"] = c.active - moe_L * d * E
         active["attention, embeddings and norms work for every token: only the unused experts "
-               "drop out"] = L * s.n_experts_per_tok * mlp_params(s)
+               "drop out"] = moe_L * s.n_experts_per_tok * mlp_params(s)
+        if s.n_shared_experts:
+            active["the shared experts are missing: every token passes through them besides its "
+                   "routed experts"] = c.active - moe_L * shared
     else:
         active.update(total)
         active["a dense model uses every parameter for every token, its embeddings included: "
@@ -250,6 +291,12 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int,
     if alt:
         per_token["this card sets head_dim: a cached key or value is head_dim wide, not "
                   "hidden_size / num_attention_heads"] = 2 * L * KV * alt * b
+    if s.mla is not None:
+        per_token["latent attention caches one latent (kv_lora_rank) and one rotary key "
+                  "(qk_rope_head_dim) per layer, not a key and a value per head"] = \
+            2 * L * H * s.d_head * b
+        per_token["the rotary key (qk_rope_head_dim) is cached beside the latent"] = \
+            L * s.mla.kv_lora_rank * b
 
     requests: dict = {
         "the weights come first: subtract their bytes from the memory before dividing":
@@ -259,20 +306,30 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int,
             _requests(mem, wb, seq * H // KV),
     }
     if s.sliding_window is not None and context > s.sliding_window:
-        requests["this card has a sliding window: each layer keeps only the last "
-                 "sliding_window tokens, so a request caches at most that many"] = \
+        requests["this card has a sliding window: each sliding layer keeps only the last "
+                 "sliding_window tokens, so a request caches at most that many there"] = \
             _requests(mem, wb, tok * context)
+        if s.sliding_layers < L:
+            requests["only the sliding layers keep the window: the global (full_attention) "
+                     "layers keep every token"] = _requests(mem, wb, tok * s.sliding_window)
     if s.is_moe:
         requests["the memory holds every expert: size the weights by total parameters, not "
                  "active"] = _requests(mem, math.ceil(c.active * b), seq)
+    if s.n_shared_experts:
+        requests["the weights include the shared experts"] = \
+            _requests(mem, wb - moe_L * shared * b, seq)
+    if s.mla is not None:
+        requests["latent attention caches the latent and the rotary key, not keys and values "
+                 "per head"] = _requests(mem, wb, 2 * H * s.d_head * seq // s.kv_cache_width)
     if s.tied_embeddings:
         requests["the tied head is stored once: do not count it twice in the weights"] = \
             _requests(mem, wb + head * b, seq)
     if alt:
         requests["this card sets head_dim: use it for the cache"] = \
             _requests(mem, wb, seq * alt // s.d_head)
-    return {"total_params": total, "active_params": active,
-            "kv_cache_bytes_per_token": per_token, "requests_that_fit": requests}
+    # slips that give the same wrong value here are named together, so none hides another
+    return {"total_params": merged(total), "active_params": merged(active),
+            "kv_cache_bytes_per_token": merged(per_token), "requests_that_fit": merged(requests)}
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -300,9 +357,12 @@ def _card_kind(config: Mapping, shipped: bool) -> tuple:
     except Exception:  # noqa: BLE001 - the kind is a courtesy; the check itself reports errors
         return tuple(kinds)
     kinds += ["a mixture of experts" if s.is_moe else "",
+              "shared experts" if s.n_shared_experts else "",
+              "latent attention" if s.mla is not None else "",
               "tied embeddings" if s.tied_embeddings else "",
               "head_dim set" if _alt_d_head(s) else "",
-              "a sliding window" if s.sliding_window is not None else ""]
+              ("sliding and global layers" if 0 < s.sliding_layers < s.n_layers
+               else "a sliding window") if s.sliding_layers else ""]
     return tuple(kinds)
 
 
@@ -660,7 +720,8 @@ def check_recap(answer) -> None:
 
 
 __all__ = [
-    "FAMILIES", "SIZE_KEYS", "CANDIDATES", "SCENARIO", "VISIBLE_CARDS", "PAPER_2017",
+    "FAMILIES", "SIZE_KEYS", "CANDIDATES", "SHIPPED", "ACCELERATORS", "ACCELERATOR",
+    "ACCELERATOR_MEMORY", "SCENARIO", "VISIBLE_CARDS", "PAPER_2017",
     "GQA_SCENARIO", "FLASH_CASE", "COPY_PERIOD", "RECAP_LESSONS", "RECAP_IDEAS",
     "RECAP_QUESTIONS", "BERT_CONFIG", "WALKAWAY_MIN_PARAMS", "own_reading", "expected_size",
     "context_limit", "expected_servable", "size_mistakes", "check_size_card",

@@ -11,6 +11,11 @@ value:
 * counts of a model card (total and active parameters, KV cache per token, weight bytes,
   requests that fit) against course_lib's counters (``params``, ``memory``), themselves tested
   against ``transformers`` models built on the meta device.
+* the variants of 2025-26: one sequence's KV cache with each layer's kind (full attention,
+  a sliding window of ``min(n, window)`` tokens, latent attention's latent and rotary key) against
+  ``memory.kv_cache_bytes_per_sequence``, and one mixture-of-experts layer held and used (routed
+  experts, shared experts, router) against ``params``; each tried on two real cards of different
+  kinds and on a shape made at run time from a seeded ``random.Random`` (named ``[random shape]``).
 
 A card is given as a shipped card's name (``"Mixtral-8x7B-v0.1"``), a :class:`ModelShape`, or
 a dict of ModelShape fields.  Functions the learner writes are called through
@@ -21,15 +26,17 @@ the shape's ``kv_cache_width``, which would answer the question for them.
 from __future__ import annotations
 
 import math
+import random
 from typing import Mapping, Sequence
 
 from ..cards import load_card
 from ..memory import kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, weight_bytes
-from ..params import (attention_params_per_layer, count_params, mlp_params, norm_params,
-                      router_params_per_layer)
+from ..params import (attention_params_per_layer, count_params, feed_forward_params_per_layer,
+                      mlp_params, norm_params, router_params_per_layer)
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import check_sealed
+from .exercise import merged
 from .sealed import load as _load_sealed
 
 SEALED = _load_sealed("lesson6")
@@ -126,12 +133,7 @@ def _own(fn, *args, **kwargs):
     return result
 
 
-def _merged(mistakes: dict) -> dict:
-    """Mistakes that give the same wrong value on this input, named together ("... or ...")."""
-    by_value: dict = {}
-    for diagnosis, wrong in mistakes.items():
-        by_value.setdefault(wrong, []).append(diagnosis)
-    return {"; or ".join(ds): wrong for wrong, ds in by_value.items()}
+_merged = merged  # mistakes that give the same wrong value, named together (checks.exercise)
 
 
 # --- grouped-query attention -----------------------------------------------------------------
@@ -510,6 +512,173 @@ def check_four_sizes(fn, cards: Sequence = (MIXTRAL,),
                 wb = weight_bytes(s, _dtype(b))
                 check_value(got["weight_bytes"], wb, what=f"{label}['weight_bytes']", rel=1e-12,
                             mistakes=weight_mistakes(s, b))
+
+
+# --- the variants of 2025-26: the cache by kind of layer ---------------------------------------
+
+RANDOM_TAG = "[random shape] "
+"""How a label marks an input made at run time."""
+
+
+def _random_hybrid(seed: str = "lesson6/kv_bytes_per_sequence") -> dict:
+    """A shape of sliding and full layers drawn at run time from ``random.Random(seed)`` (the
+    same every run, so the grader's run of the model answer tries it too): 4 to 40 layers of
+    which 1 to all but one slide, 1 to 8 key/value heads serving 1, 2 or 4 query heads each,
+    d_head 32 to 128, a window of 64 to 4,096 and a sequence 2 to 8 times as long."""
+    rng = random.Random(seed)
+    n_layers, n_kv = rng.randint(4, 40), rng.choice((1, 2, 4, 8))
+    n_heads, d_head = n_kv * rng.choice((1, 2, 4)), rng.choice((32, 64, 80, 128))
+    window = rng.randint(64, 4096)
+    card = dict(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv,
+                d_ff=4 * n_heads * d_head, d_vocab=1000, n_ctx=16 * window, mlp="swiglu",
+                norm="rmsnorm", positions="rotary", qkv_bias=False, out_bias=False,
+                mlp_bias=False, tied_embeddings=False, sliding_window=window,
+                n_sliding_layers=rng.randint(1, n_layers - 1))
+    return dict(card=card, n_tokens=window * rng.randint(2, 8), bytes_per_number=rng.choice((1, 2, 4)))
+
+
+RANDOM_SEQ_CASE = _random_hybrid()
+SEQ_CASES = (dict(card="gemma-3-1b-it", n_tokens=32768, bytes_per_number=BYTES_16BIT),
+             dict(card="DeepSeek-V2-Lite", n_tokens=32768, bytes_per_number=BYTES_16BIT),
+             RANDOM_SEQ_CASE)
+"""Visible cases of :func:`check_kv_bytes_per_sequence`: Gemma 3 (sliding and global layers),
+DeepSeek-V2-Lite (latent attention) and a shape made at run time, all past their windows."""
+
+
+def _layer_kinds(s: ModelShape) -> str:
+    if s.mla is not None:
+        return "latent attention"
+    if not s.sliding_layers:
+        return "every layer full attention"
+    return ("every layer sliding" if s.sliding_layers == s.n_layers
+            else "sliding and full layers")
+
+
+def seq_mistakes(s: ModelShape, n: int, b) -> dict:
+    """``{diagnosis: wrong bytes}`` for the usual slips in one sequence's cache."""
+    L, right = s.n_layers, kv_cache_bytes_per_sequence(s, n, _dtype(b))
+    width, per_token = s.kv_cache_width, kv_cache_bytes_per_token(s, _dtype(b))
+    m = {"that is one token's cache: multiply by the tokens each layer keeps": per_token,
+         "that is numbers, not bytes: multiply by bytes_per_number": right / b,
+         "only keys are counted: a layer keeps a key and a value per key/value head": right / 2}
+    if s.sliding_layers and n > s.sliding_window:
+        m["the window is ignored: a sliding layer keeps only the last sliding_window tokens, "
+          "min(n_tokens, sliding_window)"] = per_token * n
+        if s.sliding_layers < L:
+            m["every layer is given the window: only s.sliding_layers of the layers slide, the "
+              "others keep every token"] = per_token * s.sliding_window
+            m["the layers are the wrong way round: s.sliding_layers is the number that slide"] \
+                = width * b * (s.sliding_layers * n + (L - s.sliding_layers) * s.sliding_window)
+    if s.mla is not None:
+        m["latent attention caches one latent (kv_lora_rank) and one rotary key (d_head_rope) "
+          "per layer, not a key and a value per head"] = 2 * L * s.n_kv_heads * s.d_head * n * b
+        m["the rotary key (d_head_rope) is missing: it is cached beside the latent"] = \
+            L * s.mla.kv_lora_rank * n * b
+        m["the latent is cached once per head: all heads rebuild their keys and values from "
+          "the same latent"] = right * s.n_heads
+    elif s.n_kv_heads != s.n_heads:
+        m["the cache is sized with the query heads: only n_kv_heads are cached"] = \
+            right * s.group_size
+    return _merged(m)
+
+
+def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> None:
+    """Check ``fn(s, n_tokens, bytes_per_number) -> bytes``: one sequence's KV cache with each
+    layer's kind, full attention (n_tokens kept), sliding window (min(n_tokens, window) kept, in
+    ``s.sliding_layers`` of the layers) or latent attention (kv_lora_rank + d_head_rope numbers
+    per layer per token); against ``memory.kv_cache_bytes_per_sequence``.  Each case:
+    ``card``, ``n_tokens``, ``bytes_per_number`` (default 2)."""
+    for case in cases:
+        s, n = as_shape(case["card"]), case["n_tokens"]
+        b = case.get("bytes_per_number", BYTES_16BIT)
+        if case is RANDOM_SEQ_CASE or case == RANDOM_SEQ_CASE:
+            label = (f"{RANDOM_TAG}kv_bytes_per_sequence(a shape of {s.n_layers} layers, "
+                     f"{s.sliding_layers} of them sliding with a window of {s.sliding_window}, "
+                     f"{s.n_kv_heads} kv heads of {s.d_head}, {n}, {b})")
+        elif is_shown(case, SEQ_CASES):
+            label = _label("kv_bytes_per_sequence", s, n, b)
+        else:
+            label = on_hidden("kv_bytes_per_sequence", _card_kind(s), _layer_kinds(s),
+                              "shorter than the window" if s.sliding_layers
+                              and n <= s.sliding_window else "")
+        got = _own(fn, s, n, b)
+        check_value(got, kv_cache_bytes_per_sequence(s, n, _dtype(b)), what=label, rel=1e-12,
+                    mistakes=seq_mistakes(s, n, b))
+
+
+# --- the variants of 2025-26: fine-grained and shared experts ----------------------------------
+
+def _random_shared_moe(seed: str = "lesson6/moe_layer_params") -> dict:
+    """A mixture of experts with shared experts drawn at run time (seeded, as above)."""
+    rng = random.Random(seed)
+    d, n_experts = rng.choice((64, 96, 128, 256)), rng.choice((8, 16, 32, 64))
+    return dict(d_model=d, n_layers=2, n_heads=4, d_ff=rng.choice((32, 48, 96)), d_vocab=100,
+                n_ctx=64, mlp="swiglu", norm="rmsnorm", positions="rotary", qkv_bias=False,
+                out_bias=False, mlp_bias=False, tied_embeddings=False, n_experts=n_experts,
+                n_experts_per_tok=rng.randint(2, n_experts // 2),
+                n_shared_experts=rng.randint(1, 3))
+
+
+RANDOM_MOE_CARD = _random_shared_moe()
+MOE_CARDS = ("Qwen3-30B-A3B", "DeepSeek-V2-Lite", RANDOM_MOE_CARD)
+"""Visible cards of :func:`check_moe_layer_params`: fine-grained experts without (Qwen3) and
+with shared experts (DeepSeek-V2-Lite), and a shape with shared experts made at run time."""
+
+
+def moe_layer_sizes(s: ModelShape) -> tuple:
+    """(held, used): the parameters of one mixture-of-experts layer's feed-forward part and
+    router (its last block's), and those one token passes through."""
+    held = feed_forward_params_per_layer(s, s.n_layers - 1) + router_params_per_layer(s)
+    return held, held - (s.n_experts - s.n_experts_per_tok) * mlp_params(s)
+
+
+def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
+    """Check ``fn(s) -> (held, used)`` for one mixture-of-experts layer of ``s``: held = the
+    routed experts, the shared experts (one feed-forward layer ``s.shared_width`` wide) and
+    the router; used = the router, the shared experts and ``n_experts_per_tok`` routed ones;
+    against ``params.feed_forward_params_per_layer`` and ``router_params_per_layer``."""
+    for card in cards:
+        s = as_shape(card)
+        if not s.is_moe:
+            raise ValueError(f"{s.name or 'a shape'} has no experts")
+        if card == RANDOM_MOE_CARD:
+            label = (f"{RANDOM_TAG}moe_layer_params(d_model={s.d_model}, {s.n_experts} experts of "
+                     f"{s.d_ff}, {s.n_experts_per_tok} per token, {s.n_shared_experts} shared)")
+        elif is_shown(card, MOE_CARDS):
+            label = _label("moe_layer_params", s)
+        else:
+            label = on_hidden("moe_layer_params", _card_kind(s),
+                              "shared experts" if s.n_shared_experts else "no shared experts")
+        held, used = as_tuple(_own(fn, s), 2, label, "held, used")
+        right_held, right_used = moe_layer_sizes(s)
+        E, k, expert = s.n_experts, s.n_experts_per_tok, mlp_params(s)
+        router = router_params_per_layer(s)
+        shared = mlp_params(s, s.shared_width) if s.n_shared_experts else 0
+        common = {"the router is missing: every layer has one, and every token is scored by it":
+                  -router, "the shared experts are missing: every layer holds them and every "
+                  "token passes through them besides its routed experts": -shared}
+        if s.shared_expert_gate:
+            common["the shared expert's gate (d_model × 1) is missing: it is part of the router "
+                   "on this card"] = -s.d_model
+        if s.router_bias:
+            common["the router's bias (n_experts) is missing"] = -E
+        if s.n_shared_experts and s.shared_width != s.n_shared_experts * s.d_ff:
+            common["this card sets the shared experts' width: use s.shared_width"] = \
+                mlp_params(s, s.n_shared_experts * s.d_ff) - shared
+        held_m = {"that is what one token uses: the layer holds all n_experts routed experts":
+                  right_used, "that counts one routed expert: the layer holds n_experts":
+                  right_held - (E - 1) * expert, **{d: right_held + v for d, v in common.items()}}
+        used_m = {"all experts are counted active: a token passes through only "
+                  "n_experts_per_tok routed experts (and the shared ones)": right_held,
+                  "that counts one routed expert: each token goes to n_experts_per_tok":
+                  right_used - (k - 1) * expert,
+                  "used is not held × n_experts_per_tok / n_experts: the router and shared "
+                  "experts work for every token": right_held * k / E,
+                  **{d: right_used + v for d, v in common.items()}}
+        check_value(held, right_held, what=f"{label}[0], held", integer=True,
+                    mistakes=_merged(held_m))
+        check_value(used, right_used, what=f"{label}[1], used", integer=True,
+                    mistakes=_merged(used_m))
 
 
 # --- real-world examples -----------------------------------------------------------------------

@@ -5,7 +5,8 @@ from . import Wrong
 
 # The model answer's size_card; each mistake below is one edit of it (checked to apply).
 _SIZE_CARD = '''
-FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma")
+FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma",
+            "qwen3", "qwen3_moe", "gemma3_text", "deepseek_v2", "deepseek_v3")
 
 
 def size_card(config, context, gpu_memory_bytes, dtype="bf16"):
@@ -15,6 +16,7 @@ def size_card(config, context, gpu_memory_bytes, dtype="bf16"):
     family = config.get("model_type")
     if family not in FAMILIES:
         raise ValueError(f"model_type {family!r} is not one of {', '.join(FAMILIES)}")
+    latent = family in ("deepseek_v2", "deepseek_v3")
     if family == "gpt2":
         d, L, H = config["n_embd"], config["n_layer"], config["n_head"]
         n_kv, d_head = H, d // H
@@ -22,38 +24,75 @@ def size_card(config, context, gpu_memory_bytes, dtype="bf16"):
         tied = config.get("tie_word_embeddings", True)
     else:
         d, L, H = config["hidden_size"], config["num_hidden_layers"], config["num_attention_heads"]
-        n_kv = config.get("num_key_value_heads") or H
-        d_head = config.get("head_dim") or d // H
+        absent_kv = {"mistral": 8, "mixtral": 8, "qwen2": 32, "gemma": 16}   # the config classes' defaults
+        n_kv = config.get("num_key_value_heads", absent_kv.get(family)) or H
+        absent_head_dim = {"gemma": 256, "gemma3_text": 256, "qwen3": 128}
+        d_head = config.get("head_dim", absent_head_dim.get(family)) or d // H
         d_ff = config["intermediate_size"]
-        tied = config.get("tie_word_embeddings", family == "gemma")
+        tied = config.get("tie_word_embeddings", family in ("gemma", "gemma3_text"))
     V = config["vocab_size"]
+    norm = 2 * d if family == "gpt2" else d    # LayerNorm: a weight and a bias; RMSNorm: a weight
 
-    q, kv = H * d_head, n_kv * d_head          # width of the query and of the key (= value) outputs
-    attention = d * q + 2 * d * kv + q * d     # Q, K, V and the output projection
-    if family == "gpt2":
-        attention += q + 2 * kv + d            # biases on Q, K, V and the output
-        mlp = 2 * d * d_ff + d_ff + d          # up and down, with their biases
-        norm = 2 * d                           # LayerNorm: a weight and a bias
-        embeddings = V * d + config["n_positions"] * d   # tokens and learned positions
+    if latent:                                 # latent attention (DeepSeek)
+        nope, rope = config["qk_nope_head_dim"], config["qk_rope_head_dim"]
+        d_v, rank, q_rank = config["v_head_dim"], config["kv_lora_rank"], config["q_lora_rank"]
+        q_out = H * (nope + rope)
+        queries = d * q_rank + q_rank + q_rank * q_out if q_rank else d * q_out
+        attention = (queries + d * (rank + rope) + rank       # kv down-projection and its norm
+                     + rank * H * (nope + d_v) + H * d_v * d)  # keys and values rebuilt; output
+        cached = rank + rope                   # numbers one layer caches per token
     else:
+        q, kv = H * d_head, n_kv * d_head      # width of the query and of the key (= value) outputs
+        attention = d * q + 2 * d * kv + q * d  # Q, K, V and the output projection
+        if family == "gpt2":
+            attention += q + 2 * kv + d        # biases on Q, K, V and the output
         if family == "qwen2":
             attention += q + 2 * kv            # biases on Q, K, V
-        mlp = 3 * d * d_ff                     # gate, up and down
-        norm = d                               # RMSNorm: a weight
-        embeddings = V * d                     # rotary positions have no parameters
-    n_experts = config["num_local_experts"] if family == "mixtral" else 1
-    used = config["num_experts_per_tok"] if family == "mixtral" else 1
-    router = d * n_experts if family == "mixtral" else 0
-    block = attention + n_experts * mlp + router + 2 * norm
-    total = embeddings + L * block + norm + (0 if tied else V * d)
-    active = total - L * (n_experts - used) * mlp
+        if family in ("qwen3", "qwen3_moe", "gemma3_text"):
+            attention += 2 * d_head            # RMSNorms of d_head on the queries and the keys
+        cached = 2 * kv                        # a key and a value per key/value head
+
+    def mlp(width):                            # one feed-forward layer (one expert) this wide
+        if family == "gpt2":
+            return 2 * d * width + width + d   # up and down, with their biases
+        return 3 * d * width                   # gate, up and down
+
+    experts = {"mixtral": ("num_local_experts", None), "qwen3_moe": ("num_experts", "moe_intermediate_size"),
+               "deepseek_v2": ("n_routed_experts", "moe_intermediate_size"),
+               "deepseek_v3": ("n_routed_experts", "moe_intermediate_size")}
+    if family in experts:
+        n_key, width_key = experts[family]
+        E, used = config[n_key], config["num_experts_per_tok"]
+        d_expert = config[width_key] if width_key else d_ff
+        shared = config["n_shared_experts"] * d_expert if latent else 0
+        n_dense = config["first_k_dense_replace"] if latent else 0
+        moe_layer = E * mlp(d_expert) + (mlp(shared) if shared else 0) + d * E   # router: d × E
+        feed_forward = n_dense * mlp(d_ff) + (L - n_dense) * moe_layer
+        unused = (L - n_dense) * (E - used) * mlp(d_expert)
+    else:
+        feed_forward, unused = L * mlp(d_ff), 0
+    norms_per_block = 4 if family == "gemma3_text" else 2
+    embeddings = V * d + (config["n_positions"] * d if family == "gpt2" else 0)
+    total = (embeddings + L * (attention + norms_per_block * norm) + feed_forward + norm
+             + (0 if tied else V * d))
+    active = total - unused
 
     bytes_per_number = cl.dtype_bytes(dtype)
-    per_token = 2 * L * n_kv * d_head * bytes_per_number
-    window = config.get("sliding_window") if family in ("mistral", "mixtral") else None
+    per_token = L * cached * bytes_per_number
+    window, sliding = None, 0                  # the window, and how many layers keep only it
+    if family in ("mistral", "mixtral"):
+        window = config.get("sliding_window", 4096 if family == "mistral" else None)
+        sliding = L
+    elif family == "gemma3_text":
+        window = config.get("sliding_window", 4096)
+        pattern = config.get("sliding_window_pattern", 6)
+        types = config.get("layer_types") or [
+            "full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(L)]
+        sliding = types.count("sliding_attention")
     kept = min(context, window) if window else context
+    per_request = cached * bytes_per_number * ((L - sliding) * context + sliding * kept)
     free = gpu_memory_bytes - total * bytes_per_number
-    requests = int(free // (per_token * kept)) if free > 0 else 0
+    requests = int(free // per_request) if free > 0 else 0
     return {"total_params": total, "active_params": active,
             "kv_cache_bytes_per_token": per_token, "requests_that_fit": requests}
 '''.strip()
@@ -107,15 +146,25 @@ _RECAP = '''recap = {{1: ("C", "T"), 2: ("E", "R"), 3: ("B", "U"), 4: ("F", "P")
 WRONG = [
     # --- exercise 1: size_card (servable, walkaway, gqa and experts use it) --------------------
     Wrong("q-size-card", _size_card(
-        ("block = attention + n_experts * mlp + router + 2 * norm",
-         "block = attention + used * mlp + router + 2 * norm"),
-        ("active = total - L * (n_experts - used) * mlp", "active = total")),
-        ["t-size-card", "t-size-card-unseen", "t-servable", "t-experts"],
+        ("moe_layer = E * mlp(d_expert)", "moe_layer = used * mlp(d_expert)"),
+        ("active = total - unused", "active = total")),
+        ["t-size-card", "t-size-card-unseen", "t-servable", "t-walkaway", "t-experts"],
         "mixture of experts sized by its active parameters (only the experts a token uses)"),
     Wrong("q-size-card", _size_card(
-        ('d_head = config.get("head_dim") or d // H', "d_head = d // H")),
-        ["t-size-card", "t-size-card-unseen"],
-        "head_dim taken as hidden_size / heads (passes every shipped card, fails the hidden ones)"),
+        ('d_head = config.get("head_dim", absent_head_dim.get(family)) or d // H', "d_head = d // H")),
+        ["t-size-card", "t-size-card-unseen", "t-servable"],
+        "head_dim taken as hidden_size / heads (Gemma 3's 256-wide heads, Qwen3-0.6B's 128)"),
+    Wrong("q-size-card", _size_card(
+        ('shared = config["n_shared_experts"] * d_expert if latent else 0', "shared = 0")),
+        ["t-size-card", "t-size-card-unseen", "t-servable", "t-walkaway"],
+        "shared experts forgotten (DeepSeek's two per layer)"),
+    Wrong("q-size-card", _size_card(("active = total - unused", "active = total")),
+          ["t-size-card", "t-size-card-unseen", "t-walkaway", "t-experts"],
+          "all experts counted as active"),
+    Wrong("q-size-card", _size_card(
+        ('sliding = types.count("sliding_attention")', "sliding = 0")),
+        ["t-size-card", "t-servable"],
+        "sliding layers cached in full (Gemma 3's window ignored; Mistral's kept)"),
 
     # --- exercise 2: servable ---------------------------------------------------------------
     Wrong("q-servable", _SERVABLE.format(
@@ -124,17 +173,17 @@ WRONG = [
         condition="positions >= context and n >= 1"),
         ["t-servable"], "sliding window ignored: every request caches all its tokens"),
     Wrong("q-servable", _SERVABLE.format(requests='size["requests_that_fit"]', condition="n >= 1"),
-          ["t-servable"], "the card's positions ignored: GPT-2 and Llama 2 'serve' 8,192 tokens"),
+          ["t-servable"], "the card's positions ignored: Llama 3 8B 'serves' 32,768 tokens"),
 
     # --- exercise 3: the walk-away question ----------------------------------------------------
     Wrong("q-walkaway", '''
-chosen = "Mixtral-8x7B-v0.1"
+chosen = "DeepSeek-V3"
 walkaway = {"model": chosen, **size_card(cl.card_config(chosen), **capstone.SCENARIO)}
 '''.strip(), ["t-walkaway"], "chose a model whose weights do not fit the accelerator"),
     Wrong("q-walkaway", '''
-chosen = "Qwen2-7B-Instruct"
+chosen = "DeepSeek-V2-Lite"
 size = size_card(cl.card_config(chosen), **capstone.SCENARIO)
-walkaway = {"model": chosen, **size, "kv_cache_bytes_per_token": size["kv_cache_bytes_per_token"] * 8192}
+walkaway = {"model": chosen, **size, "kv_cache_bytes_per_token": size["kv_cache_bytes_per_token"] * 32768}
 '''.strip(), ["t-walkaway"], "cache of a whole request given as the cache per token"),
 
     # --- real-world examples ----------------------------------------------------------------

@@ -2,7 +2,10 @@
 cost.  Later answers in the model answer build on earlier ones: ``rotary_score`` calls
 ``rotary``, ``my_tiled_attention`` calls ``softmax_update``, and ``longest_input`` calls
 ``block_macs`` and ``score_matrix_bytes``, so a mistake there also costs the cells built on it.
-At most two entries per answer cell (each extra one costs an autograde run)."""
+At most four entries per answer cell (each extra one costs an autograde run).
+
+Every entry fails the visible part of its own test cell (tests/test_checks_lesson4.py), except
+those in :data:`HIDDEN_ONLY`, which only the hidden tests catch."""
 from . import Wrong
 
 _ROTARY = '''
@@ -76,6 +79,19 @@ def commutes_with_permutation(block, x, perm):
     Wrong("q-rotary", _fmt(_ROTARY, body='''    a, b = x[..., :half], x[..., half:]
     return torch.cat([a * cos + b * sin, b * cos - a * sin], dim=-1)'''),
           ["t-rotary", "t-rotary-score"], "rotation with the wrong sign"),
+    Wrong("q-rotary", '''
+def rotary(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    half = d_head // 2
+    theta = base ** (-2 * torch.arange(half) / d_head)
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = angles.cos(), angles.sin()
+    a, b = x[..., :half], x[..., half:]
+    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
+'''.strip(), ["t-rotary"], "angles computed in float32 (off at large positions)"),
+    Wrong("q-rotary", _fmt(_ROTARY, body='''    a, b = x[..., :half], x[..., half:]
+    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)''').replace(
+        "theta = base **", "theta = 10000.0 **"), ["t-rotary"], "the base argument ignored"),
     Wrong("q-rotary", _fmt(_ROTARY, body='''    a, b = x[..., 0::2], x[..., 1::2]
     out = torch.empty_like(x)
     out[..., 0::2], out[..., 1::2] = a * cos - b * sin, b * cos + a * sin
@@ -111,7 +127,7 @@ def block_macs(n_tokens, d_model):
     Wrong("q-crossover", "def crossover_length(d_model):\n    return 12 * d_model",
           ["t-crossover"], "crossover from FLOPs on one side and multiply-adds on the other"),
     Wrong("q-crossover", "def crossover_length(d_model):\n    return 4608",
-          ["t-crossover"], "GPT-2 small's answer hard-coded: passes the visible test only"),
+          ["t-crossover"], "GPT-2 small's answer hard-coded: the run-time width catches it"),
 
     # --- exercise 6: score matrix bytes (longest_input builds on it) ------------------------------
     Wrong("q-score-bytes", '''
@@ -126,6 +142,12 @@ def score_matrix_bytes(n_tokens, n_heads, bytes_per_number):
 
 score_tib = score_matrix_bytes(131_072, 32, 2) / 1e12
 '''.strip(), ["t-score-bytes"], "TB (10^12 bytes) for TiB"),
+    Wrong("q-score-bytes", '''
+def score_matrix_bytes(n_tokens, n_heads, bytes_per_number):
+    return 2 * n_tokens * n_tokens * n_heads * bytes_per_number
+
+score_tib = score_matrix_bytes(131_072, 32, 2) / 2**40
+'''.strip(), ["t-score-bytes", "t-longest-input"], "scores and softmax weights both counted"),
 
     # --- exercise 7: the running softmax (my_tiled_attention builds on it) ------------------------
     Wrong("q-softmax-update", _fmt(_UPDATE, rescale="m - m_new", acc="acc"),
@@ -138,6 +160,13 @@ score_tib = score_matrix_bytes(131_072, 32, 2) / 1e12
           ["t-tiled"], "forgot the 1/sqrt(d_head) scale"),
     Wrong("q-tiled", _fmt(_TILED, scores=_SCALED, compare=">="), ["t-tiled"],
           "causal mask off by one: each query's own key hidden"),
+    Wrong("q-tiled", _fmt(_TILED, scores=_SCALED, compare=">").replace(
+        "    for q0 in range(0, n, block):",
+        "    hidden = torch.arange(n)[None, :] > torch.arange(n)[:, None]\n"
+        "    for q0 in range(0, n, block):").replace(
+        "later = torch.arange(k0, k1)[None, :] > torch.arange(q0, q1)[:, None]",
+        "later = hidden[q0:q1, k0:k1]"), ["t-tiled"],
+          "a full n × n bool mask made once: memory that grows with n²"),
 
     # --- exercise 9: FlashAttention's figure ------------------------------------------------------
     Wrong("q-flash", "flash_tile_kib = 128 * 128 * 16 / 2**10\n"
@@ -151,6 +180,8 @@ score_tib = score_matrix_bytes(131_072, 32, 2) / 1e12
           "FLOPs on one side, multiply-adds on the other"),
     Wrong("q-tys-crossover", "tys_crossover = 4096", ["t-tys-crossover"],
           "crossover taken as d_model itself"),
+    Wrong("q-tys-crossover", "tys_crossover = 2 * 4096", ["t-tys-crossover"],
+          "attention's projections counted as attention"),
     Wrong("q-tys-vendor", 'tys_vendor = {"a", "b", "c", "d", "h"}', ["t-tys-vendor"],
           "also asks for accuracy with the fact at the end only"),
     Wrong("q-tys-vendor", 'tys_vendor = {"a", "b", "c"}', ["t-tys-vendor"],
@@ -162,3 +193,6 @@ score_tib = score_matrix_bytes(131_072, 32, 2) / 1e12
     Wrong("q-longest-input", _fmt(_LONGEST, flops="2 * n_layers * per_block", heads="1"),
           ["t-longest-input"], "one head's score matrix only"),
 ]
+
+HIDDEN_ONLY: set[str] = set()
+"""``why`` of the entries that pass the visible test and fail only the hidden one."""

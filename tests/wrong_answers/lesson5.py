@@ -32,7 +32,7 @@ def kv_cache_size(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_num
 def _requests(free, per_request="kv_cache_size(n_layers, n_heads, n_kv_heads, d_head, n_tokens, "
                                   "bytes_per_number)"):
     return f'''
-def requests_fit(memory_gib, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
+def requests_fit(memory_gb, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
                  bytes_per_number):
     free = {free}
     per_request = {per_request}
@@ -88,14 +88,14 @@ def ridge_point(peak_flops, bandwidth, bytes_per_number):
     ridge = peak_flops / bandwidth
     return ridge, ridge
 '''.strip(), ["t-ridge-point"],
-          "decode batch taken as the ridge itself: right at 2 bytes (visible), wrong at others "
-          "(hidden)"),
+          "decode batch taken as the ridge itself: right at 2 bytes only (the run-time case "
+          "catches it)"),
 
     # --- exercise 5: requests_fit (the recap builds on it) ---------------------------------------
-    Wrong("q-requests-fit", _requests("memory_gib * 2**30"), ["t-requests-fit", "t-recap"],
+    Wrong("q-requests-fit", _requests("memory_gb * 10**9"), ["t-requests-fit", "t-recap"],
           "weights left out of the memory budget"),
-    Wrong("q-requests-fit", _requests("memory_gib * 10**9 - n_params * bytes_per_number"),
-          ["t-requests-fit", "t-recap"], "GiB read as GB"),
+    Wrong("q-requests-fit", _requests("memory_gb * 2**30 - n_params * bytes_per_number"),
+          ["t-requests-fit", "t-recap"], "the data sheet's GB read as GiB"),
 
     # --- test yourself -----------------------------------------------------------------------
     Wrong("q-tys1", 'tys1_holds = "keys and values"\n'
@@ -115,7 +115,7 @@ def ridge_point(peak_flops, bandwidth, bytes_per_number):
     Wrong("q-recap", '''
 card = cl.load_card("Llama-2-13b-hf")
 cache = kv_cache_size(card.n_layers, card.n_heads, card.n_kv_heads, card.d_head, 4096, 2)
-recap_requests = int(80 * 2**30 // cache)
+recap_requests = int(80 * 10**9 // cache)
 recap_bound = "memory"
 '''.strip(), ["t-recap"], "weights left out of the budget"),
     Wrong("q-recap", '''
@@ -125,3 +125,7 @@ recap_requests = requests_fit(80, cl.count_params(card).total, card.n_layers, ca
 recap_bound = "compute"
 '''.strip(), ["t-recap"], "a full batch taken to be compute-bound"),
 ]
+
+HIDDEN_ONLY: set[str] = set()
+"""``why`` of the entries that pass the visible test and fail only the hidden one (none: every
+entry fails the visible part of its own test cell, tests/test_checks_lesson5.py)."""

@@ -2,7 +2,8 @@
 must cost.  Later answers in the model answer build on earlier ones: ``requests_that_fit`` and
 ``four_sizes`` on ``card_params`` and ``kv_bytes_per_token``; ``llama2_70b_saved_gib`` on
 ``kv_bytes_per_token``; ``mixtral_weights_gib`` on ``card_params``; ``tys1`` on
-``kv_bytes_per_token`` and ``requests_that_fit``.  At most two entries per answer cell."""
+``kv_bytes_per_token`` and ``requests_that_fit``.  The variants of 2025-26 (``kv_bytes_per_sequence``,
+``moe_layer_params``) stand alone.  At most two entries per answer cell."""
 from . import Wrong
 
 _CARD = '''
@@ -57,6 +58,30 @@ def four_sizes(s, bytes_per_number):
 
 def _four(kv="kv_bytes_per_token(s, bytes_per_number)", weights="total * bytes_per_number"):
     return _FOUR.format(kv=kv, weights=weights).strip()
+
+
+_MOE_LAYER = '''
+def moe_layer_params(s):
+    def feed_forward(width):
+        n = s.mlp_matrices * s.d_model * width
+        if s.mlp_bias:
+            n += (s.mlp_matrices - 1) * width + s.d_model
+        return n
+    router = s.d_model * s.n_experts
+    if s.router_bias:
+        router += s.n_experts
+    if s.shared_expert_gate:
+        router += s.d_model
+    shared = {shared}
+    held = s.n_experts * feed_forward(s.d_ff) + shared + router
+    used = {used} * feed_forward(s.d_ff) + shared + router
+    return held, used
+'''
+
+
+def _moe_layer(shared="feed_forward(s.shared_width) if s.n_shared_experts else 0",
+               used="s.n_experts_per_tok"):
+    return _MOE_LAYER.format(shared=shared, used=used).strip()
 
 
 WRONG = [
@@ -129,6 +154,28 @@ def moe_sizes(layer, x):
           "weights sized by the active parameters"),
     Wrong("q-four-sizes", _four(kv="s.n_layers * s.n_kv_heads * s.d_head * bytes_per_number"),
           ["t-four-sizes"], "K counted but not V"),
+
+    # --- exercise 7: the cache of one sequence, layer by layer ---------------------------------
+    Wrong("q-kv-seq", '''
+def kv_bytes_per_sequence(s, n_tokens, bytes_per_number):
+    if s.mla is not None:
+        per_token = s.mla.kv_lora_rank + s.mla.d_head_rope
+    else:
+        per_token = 2 * s.n_kv_heads * s.d_head
+    return per_token * s.n_layers * n_tokens * bytes_per_number
+'''.strip(), ["t-kv-seq"], "sliding layers cached in full (the window ignored)"),
+    Wrong("q-kv-seq", '''
+def kv_bytes_per_sequence(s, n_tokens, bytes_per_number):
+    per_token = 2 * s.n_kv_heads * s.d_head
+    kept = n_tokens if s.sliding_window is None else min(n_tokens, s.sliding_window)
+    sliding = s.sliding_layers
+    return per_token * ((s.n_layers - sliding) * n_tokens + sliding * kept) * bytes_per_number
+'''.strip(), ["t-kv-seq"], "latent attention cached as a key and a value per head"),
+
+    # --- exercise 8: fine-grained and shared experts -------------------------------------------
+    Wrong("q-moe-layer", _moe_layer(shared="0"), ["t-moe-layer"], "shared experts forgotten"),
+    Wrong("q-moe-layer", _moe_layer(used="s.n_experts"), ["t-moe-layer"],
+          "all experts counted active"),
 
     # --- real-world examples ---------------------------------------------------------------------
     Wrong("q-llama2-70b", '''
