@@ -1,6 +1,6 @@
 """``python -m course_lib size CARD``: the four sizes behind a model's name, from its card.
 
-    python -m course_lib size Llama-2-7b-hf --context 8192 --dtype bf16 --gpu-memory 80GiB
+    python -m course_lib size Llama-2-7b-hf --context 8192 --dtype bf16 --gpu-memory 80GB
     python -m course_lib size path/to/config.json --json
     python -m course_lib size gpt-oss-20b --verify
 
@@ -26,7 +26,7 @@ from .memory import (kv_cache_by_layer_kind, kv_cache_bytes_per_sequence,
                      kv_cache_bytes_per_token, requests_that_fit, weight_bytes)
 from .params import count_params
 from .shapes import ModelShape
-from .units import GB, GiB, dtype_bytes, parse_size
+from .units import GB, GiB, H100_SXM_BYTES, dtype_bytes, parse_size
 
 
 class UsageError(Exception):
@@ -75,8 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--dtype", type=_dtype, default=None,
                       help="fp32, bf16, fp16, int8 or int4 for weights and cache "
                            "(default: the card's torch_dtype, else fp32)")
-    size.add_argument("--gpu-memory", type=_size, default=80 * GiB,
-                      help="accelerator memory, e.g. 80GiB or 141GB (default 80GiB)")
+    size.add_argument("--gpu-memory", type=_size, default=H100_SXM_BYTES,
+                      help="accelerator memory, e.g. 80GB or 141GB (default 80GB, an H100 "
+                           "SXM's data sheet: 80 x 10^9 bytes)")
     size.add_argument("--json", action="store_true", help="print one JSON object")
     size.add_argument("--verify", action="store_true",
                       help="also build the card in transformers on the meta device and compare "
@@ -87,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def size_report(s: ModelShape, context: int | None = None, batch: int = 1,
-                dtype: str | None = None, gpu_memory: int = 80 * GiB) -> dict:
+                dtype: str | None = None, gpu_memory: int = H100_SXM_BYTES) -> dict:
     """The sizing of one card as a JSON-ready dict (units in the key names: params, bytes,
     flops).  ``context`` defaults to the card's n_ctx; ``dtype`` to the card's dtype, else fp32."""
     context = context or s.n_ctx

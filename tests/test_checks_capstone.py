@@ -72,7 +72,7 @@ def test_candidates_and_scenario():
     assert any(not s.is_moe and s.n_kv_heads < s.n_heads for s in shapes)
     # the accelerator: the H200 data sheet's 141 GB, 10^9-byte GB
     assert C.ACCELERATOR_MEMORY == 141 * 10**9 == C.SCENARIO["gpu_memory_bytes"]
-    assert "data sheet" in C.ACCELERATORS[C.ACCELERATOR]["source"]
+    assert "data sheet" in C.ACCELERATORS[C.ACCELERATOR].source
     # the scenario's answer (the notebook's prose describes it)
     assert C.expected_servable({n: cl.card_config(n) for n in C.CANDIDATES}, **C.SCENARIO) == {
         "Qwen3-8B": 25, "Qwen3-30B-A3B": 24, "gemma-3-1b-it": 953, "DeepSeek-V2-Lite": 107}
@@ -391,12 +391,13 @@ def _gqa_right():
 def test_gqa():
     right = _gqa_right()
     assert right == {"cache_per_token_gqa": 327_680, "cache_per_token_mha": 2_621_440,
-                     "requests_gqa": 25, "requests_mha": 1}
+                     "requests_gqa": 16, "requests_mha": 0}   # on 2 x 80 x 10^9 bytes
     C.check_gqa(right)
     assert "8 key/value heads are cached" in fails(
         C.check_gqa, {**right, "cache_per_token_gqa": right["cache_per_token_mha"]})
-    assert "K and V projections grow too" in fails(C.check_gqa, {**right, "requests_mha": 3})
-    assert "cache 8 key/value heads" in fails(C.check_gqa, {**right, "requests_gqa": 1})
+    assert "K and V projections grow too" in fails(C.check_gqa, {**right, "requests_mha": 2})
+    assert "cache 8 key/value heads" in fails(C.check_gqa, {**right, "requests_gqa": 2})
+    assert "subtract them" in fails(C.check_gqa, {**right, "requests_gqa": 119})
 
 
 def test_experts():

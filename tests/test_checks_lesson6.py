@@ -109,12 +109,14 @@ def shows_none_of(message: str, *values) -> None:
 def test_the_module_figures():
     mixtral = cl.load_card("Mixtral-8x7B-v0.1")
     assert card_right(mixtral) == (46_702_792_704, 12_879_925_248)       # transformers, meta device
+    # 80 GB is 80 x 10^9 bytes (course_lib.units); the module's 16 and 68 read it as 80 GiB
+    assert [requests_right(L6.seven_b(kv), 8192, 80 * 10**9, 2) for kv in (32, 8)] == [15, 63]
     assert [requests_right(L6.seven_b(kv), 8192, 80 * 2**30, 2) for kv in (32, 8)] == [16, 68]
     assert kv_right(L6.seven_b(32), 2) * 8192 == 4 * 2**30               # 4.0 GiB
     assert kv_right(L6.seven_b(8), 2) * 4 == kv_right(L6.seven_b(32), 2)  # a quarter
-    # the 8-head weights matter: with the 32-head weights only 67 fit
-    free = 80 * 2**30 - 2 * card_right(L6.seven_b(32))[0]
-    assert free // (kv_right(L6.seven_b(8), 2) * 8192) == 67
+    # the 8-head weights matter: with the 32-head weights only 61 fit
+    free = 80 * 10**9 - 2 * card_right(L6.seven_b(32))[0]
+    assert free // (kv_right(L6.seven_b(8), 2) * 8192) == 61
     assert card_right(cl.load_card("Llama-2-70b-hf"))[0] == 68_976_648_192
     saved = (kv_right(cl.load_card("Llama-2-70b-hf").with_(n_kv_heads=64), 2)
              - kv_right(cl.load_card("Llama-2-70b-hf"), 2)) * 4096 / 2**30
@@ -152,7 +154,7 @@ def test_right_answers_pass(capsys):
     L6.check_llama2_70b(8.7532)
     L6.check_mixtral(46_702_792_704 * 2 / 2**30)
     L6.check_mixtral(87.0)
-    L6.check_tys1(0.25, 16, 68)
+    L6.check_tys1(0.25, 15, 63)
     L6.check_tys2("memory", "compute")
     L6.check_tys2(" Memory ", "COMPUTE")
     out = capsys.readouterr()
@@ -266,11 +268,13 @@ def test_kv_mistake_is_named(fn, card, phrase):
     shows_none_of(msg, kv_right(cl.load_card(card), 2))
 
 
-def test_head_dim_mistake_passes_the_visible_card_and_fails_gemma_2():
+def test_head_dim_mistake_fails_the_visible_test():
+    """d_model // n_heads for d_head is right on Llama 3 8B; the visible test also tries
+    Gemma 2 9B, which sets d_head itself (#16)."""
     def wrong(s, b):
         return 2 * s.n_layers * s.n_kv_heads * (s.d_model // s.n_heads) * b
-    L6.check_kv_bytes_per_token(wrong)   # Llama 3 8B: d_head = d_model / n_heads
-    assert "sets d_head itself" in fails(L6.check_kv_bytes_per_token, wrong, cards=["gemma-2-9b"])
+    L6.check_kv_bytes_per_token(wrong, cards=["Meta-Llama-3-8B"])
+    assert "sets d_head itself" in fails(L6.check_kv_bytes_per_token, wrong)
 
 
 def test_kv_shortcut_fails():
@@ -384,13 +388,24 @@ def test_card_mistake_is_named(fn, card, phrase):
     shows_none_of(msg, *card_right(cl.load_card(card)))
 
 
-def test_tied_head_twice_passes_mixtral_and_fails_tied_cards():
+def _card_slip(kind):
     def wrong(s):
         t, a = card_right(s)
-        extra = s.d_vocab * s.d_model if s.tied_embeddings else 0
+        d, q = s.d_model, s.n_heads * s.d_head
+        extra = {"head always": s.d_vocab * d if s.tied_embeddings else 0,
+                 "query width d_model": s.n_layers * 2 * d * (d - q),
+                 "no positions": -s.n_ctx * d if s.positions == "learned" else 0}[kind]
         return t + extra, a + extra
-    L6.check_card_params(wrong)   # Mixtral's head is untied
-    assert "count it once" in fails(L6.check_card_params, wrong, cards=["gemma-2b"])
+    return wrong
+
+
+@pytest.mark.parametrize("kind", ["head always", "query width d_model", "no positions"])
+def test_card_level_slips_right_on_mixtral_fail_the_visible_test(kind):
+    """Each slip gives Mixtral's right count (untied head, d_head · n_heads = d_model, rotary
+    positions), so a test of Mixtral alone passed it; the visible test also tries GPT-2 and
+    Gemma 2 9B (#16)."""
+    L6.check_card_params(_card_slip(kind), cards=["Mixtral-8x7B-v0.1"])
+    fails(L6.check_card_params, _card_slip(kind))
 
 
 def test_card_params_refuses_counters():
@@ -428,13 +443,31 @@ REQUEST_MISTAKES = [
 def test_request_mistake_is_named(fn, cases, phrase):
     msg = fails(L6.check_requests_that_fit, fn, cases=cases)
     assert phrase in msg
-    shows_none_of(msg, 16, 68)
+    shows_none_of(msg, 15, 63)
+
+
+def test_a_wrong_earlier_answer_is_blamed_not_this_step():
+    """requests_that_fit built on a card_params that forgets the output head: the check blames
+    card_params (re-checked on the same card first), not the rounding (#16)."""
+    def card_no_head(s):
+        total, active = card_right(s)
+        return total - s.d_vocab * s.d_model, active - s.d_vocab * s.d_model
+
+    def requests_on_it(s, n_tokens, memory_bytes, b):
+        return (memory_bytes - card_no_head(s)[0] * b) // (kv_right(s, b) * n_tokens)
+
+    case = [dict(card="Meta-Llama-3-8B", n_tokens=8192, memory_bytes=80 * 10**9)]
+    msg = fails(L6.check_requests_that_fit, requests_on_it, card_no_head, kv_right, cases=case)
+    assert msg == "your card_params is not right on this input: make its test pass first", msg
+    msg = fails(L6.check_requests_that_fit, requests_on_it, card_right, kv_right, cases=case)
+    assert "card_params" not in msg.split(":")[0], msg  # a right card_params: this step's words
+    L6.check_requests_that_fit(requests_right, card_right, kv_right)
 
 
 def test_requests_refuse_sliding_windows():
     with pytest.raises(ValueError, match="sliding_window"):
         L6.check_requests_that_fit(requests_right, cases=[
-            dict(card="Mistral-7B-v0.1", n_tokens=8192, memory_bytes=80 * 2**30)])
+            dict(card="Mistral-7B-v0.1", n_tokens=8192, memory_bytes=80 * 10**9)])
 
 
 # --- four sizes ---------------------------------------------------------------------------------
@@ -503,11 +536,11 @@ def test_mixtral_mistakes(answer, phrase):
 
 
 @pytest.mark.parametrize("answer, phrase", [
-    ((4, 16, 68), "how many times bigger"), ((1 / 16, 16, 68), "not with their square"),
-    ((25, 16, 68), "not a percentage"), ((0.25, 20, 68), "weights take memory"),
-    ((0.25, 17, 68), "round down"), ((0.25, 15, 68), "80 GiB"),
-    ((0.25, 16, 67), "weights shrink"), ((0.25, 16, 64), "four times"),
-    ((0.25, 16, 80), "weights take memory"),
+    ((4, 15, 63), "how many times bigger"), ((1 / 16, 15, 63), "not with their square"),
+    ((25, 15, 63), "not a percentage"), ((0.25, 18, 63), "weights take memory"),
+    ((0.25, 16, 63), "read as 80 GiB"), ((0.25, 15, 68), "read as 80 GiB"),
+    ((0.25, 15, 61), "weights shrink"), ((0.25, 15, 60), "four times"),
+    ((0.25, 15, 74), "weights take memory"), ((0.25, 15, 64), "round down"),
 ])
 def test_tys1_mistakes(answer, phrase):
     msg = fails(L6.check_tys1, *answer)

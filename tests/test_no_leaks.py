@@ -27,6 +27,8 @@ from scans import _forms, leaks, shape_number  # noqa: F401 - shape_number: the 
 
 TAUGHT: dict[str, dict[str, str]] = {
     # assignment: {spelling found in the release: why the prose shows it on purpose}
+    "capstone": {"163,840": "DeepSeek-V2-Lite's max_position_embeddings, a key of its card the "
+                           "prose quotes; a check of size_card records the same figure"},
 }
 
 

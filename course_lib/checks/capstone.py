@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import copy
 import math
-import tomllib
-from importlib import resources
 from typing import Callable, Mapping, Sequence
 
 from ..cards import card_config, card_names, shape_from_config
@@ -30,7 +28,8 @@ from ..memory import (kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, req
                       weight_bytes)
 from ..params import count_params, mlp_params
 from ..shapes import ModelShape
-from ..units import GB, GiB, TiB, dtype_bytes, parse_size
+from .. import units
+from ..units import GB, GiB, dtype_bytes
 from . import (CheckFailed, as_keyed, check_choice, check_equal, check_sealed, check_value,
                is_shown, on_hidden, own_work, watch_calls)
 from .sealed import load as _load_sealed
@@ -52,11 +51,10 @@ SIZE_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "reque
 SHIPPED = tuple(n for n in card_names() if card_config(n)["model_type"] in FAMILIES)
 """Every shipped card of :data:`FAMILIES` (the hidden tests size them all)."""
 
-ACCELERATORS = tomllib.loads((resources.files("course_lib") / "cards" / "accelerators.toml")
-                             .read_text())["accelerators"]
-"""Accelerators with their data-sheet memory and its source (course_lib/cards/accelerators.toml)."""
+ACCELERATORS = units.ACCELERATORS
+"""Accelerators with their data-sheet memory and its source (course_lib/accelerators.json)."""
 ACCELERATOR = "H200 SXM"
-ACCELERATOR_MEMORY = parse_size(ACCELERATORS[ACCELERATOR]["memory"])
+ACCELERATOR_MEMORY = ACCELERATORS[ACCELERATOR].memory_bytes
 """The scenario's accelerator: NVIDIA H200, 141 GB of HBM3e on its data sheet, 141 × 10^9
 bytes."""
 
@@ -80,11 +78,12 @@ feed-forward layer of d_ff = 2048."""
 
 LLAMA2_7B = "Llama-2-7b-hf"
 LLAMA2_70B = "Llama-2-70b-hf"
-GQA_SCENARIO = dict(context=4096, gpu_memory_bytes=2 * 80 * GiB, dtype="bf16")
-"""Llama 2 70B at its full 4,096 positions on two 80 GiB accelerators (its 16-bit weights
-alone need more than one)."""
+GQA_SCENARIO = dict(context=4096, gpu_memory_bytes=2 * units.H100_SXM_BYTES, dtype="bf16")
+"""Llama 2 70B at its full 4,096 positions on two 80 GB accelerators (H100 SXM, 80 × 10^9 bytes
+each by the course's convention, course_lib.units; its 16-bit weights alone need more than one)."""
 MIXTRAL = "Mixtral-8x7B-v0.1"
-ACCELERATOR_BYTES = 80 * GiB
+ACCELERATOR_BYTES = units.H100_SXM_BYTES
+"""One 80 GB accelerator of the experts exercise (H100 SXM, 80 × 10^9 bytes)."""
 
 FLASH_CASE = dict(n_tokens=131_072, n_heads=32, bytes_per_number=2)
 """The module text's score matrix: 131,072 tokens, 32 heads, 16-bit numbers."""
@@ -630,7 +629,7 @@ GQA_SEALED = {  # key -> its sealed answer
 
 def check_gqa(answer) -> None:
     """2023: Llama 2 70B's cache per token with its 8 key/value heads and with 64 (one per
-    query head, multi-head attention), and the requests of 4,096 tokens that fit on two 80 GiB
+    query head, multi-head attention), and the requests of 4,096 tokens that fit on two 80 GB
     accelerators in 16-bit either way (the 64-head variant has bigger K and V projections
     too); each sealed."""
     got = as_keyed(answer, GQA_KEYS, "gqa")
@@ -649,7 +648,7 @@ EXPERTS_SEALED = {  # key -> its sealed answer
 
 
 def check_experts(answer) -> None:
-    """2024: Mixtral 8x7B's total and active parameters, the fewest 80 GiB accelerators that
+    """2024: Mixtral 8x7B's total and active parameters, the fewest 80 GB accelerators that
     hold its 16-bit weights and one 8,192-token request, and its compute per token by the rule
     of thumb: 2 FLOPs (one multiply-add) per active parameter; each sealed."""
     got = as_keyed(answer, EXPERT_KEYS, "experts")

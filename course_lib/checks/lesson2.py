@@ -731,7 +731,8 @@ QKV_OPTIONS = {
     "e": "how likely the token is to come next",
 }
 """The sentences of test-yourself question 1 (the notebook prints them)."""
-TYS1_SEALED = {name: SEALED[f"lesson2/tys1/{name}"] for name in ("query", "key", "value")}
+TYS1_SEALED = {"query": SEALED["lesson2/tys1/query"], "key": SEALED["lesson2/tys1/key"],
+               "value": SEALED["lesson2/tys1/value"]}
 
 
 def check_tys1(answer) -> None:

@@ -36,7 +36,7 @@ from ..params import (attention_params_per_layer, count_params, feed_forward_par
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import check_sealed
-from .exercise import merged
+from .exercise import merged, requires
 from .sealed import load as _load_sealed
 
 SEALED = _load_sealed("lesson6")
@@ -47,9 +47,10 @@ from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_value, confirm_
 # --- the lesson's fixed figures (inputs, not answers) -----------------------------------------
 
 SERVE_TOKENS = 8192
-"""The module text's context length for the requests example."""
-SERVE_MEMORY = 80 * GiB
-"""An 80 GiB accelerator (an "80GB" part exposes 80 GiB to software)."""
+"""The context length of the requests example (8,192 tokens)."""
+SERVE_MEMORY = 80 * GB
+"""An 80 GB accelerator (an H100 SXM): 80 × 10^9 bytes, its data sheet's figure, by the
+course's convention (course_lib.units); the driver shows about 79.6 GiB."""
 BYTES_16BIT = 2
 LLAMA2_70B = "Llama-2-70b-hf"
 LLAMA2_70B_MHA_KV_HEADS = 64
@@ -59,8 +60,16 @@ MIXTRAL = "Mixtral-8x7B-v0.1"
 GQA_CASES = (dict(batch=2, n_heads=8, n_kv_heads=2, pos=6, d_head=16, seed=0),)
 """Visible case of :func:`check_gqa`; the notebook's hidden tests pass others."""
 MOE_LAYERS = (dict(d_model=32, d_ff=48, n_experts=8, top_k=2, mlp="swiglu", bias=False,
-                   batch=2, pos=5, seed=0),)
-"""Visible case of :func:`check_moe_sizes` (Mixtral's routing at toy size)."""
+                   batch=2, pos=5, seed=0),
+              dict(d_model=12, d_ff=20, n_experts=3, top_k=2, mlp="gelu", bias=True,
+                   batch=1, pos=4, seed=11))
+"""Visible cases of :func:`check_moe_sizes`: Mixtral's routing at toy size, and experts with
+biases (a count of ``.weight`` alone fails it)."""
+CARD_PARAMS_CARDS = (MIXTRAL, "gpt2", "gemma-2-9b")
+"""Visible cards of :func:`check_card_params`: a mixture of experts; a tied head, biases and
+learned positions; d_head · n_heads ≠ d_model with four norms a block."""
+KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b")
+"""Visible cards of :func:`check_kv_bytes_per_token`: grouped-query, and d_head ≠ d_model / n_heads."""
 FOUR_SIZES_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "weight_bytes")
 _DTYPE = {1: "int8", 2: "bf16", 4: "fp32"}
 
@@ -79,7 +88,7 @@ def as_shape(card) -> ModelShape:
 
 
 def seven_b(n_kv_heads: int) -> ModelShape:
-    """The module text's 7B-class shape (Llama 2 7B: 32 layers, 32 query heads of 128) with
+    """The lesson's 7B-class shape (Llama 2 7B: 32 layers, 32 query heads of 128) with
     ``n_kv_heads`` key/value heads."""
     return llama_shape(n_kv_heads=n_kv_heads).with_(name=f"7B-class, {n_kv_heads} kv heads")
 
@@ -236,11 +245,11 @@ def kv_mistakes(s: ModelShape, b) -> dict:
     return _merged(m)
 
 
-def check_kv_bytes_per_token(fn, cards: Sequence = ("Meta-Llama-3-8B",),
+def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
                              bytes_per_number: Sequence = (BYTES_16BIT,)) -> None:
     """Check ``fn(s, bytes_per_number) -> bytes``: the KV cache one token adds, 2 × n_layers ×
     n_kv_heads × d_head × bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
-    shown_cases = [(c, b) for c in ("Meta-Llama-3-8B",) for b in (BYTES_16BIT,)]
+    shown_cases = [(c, b) for c in KV_TOKEN_CARDS for b in (BYTES_16BIT,)]
     for card in cards:
         s = as_shape(card)
         _plain(s)
@@ -404,13 +413,13 @@ def active_mistakes(s: ModelShape) -> dict:
     })
 
 
-def check_card_params(fn, cards: Sequence = (MIXTRAL,)) -> None:
+def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
     """Check ``fn(s) -> (total, active)`` parameters of a card (no latent attention, shared
     experts or dense first layers) against ``count_params(s).total`` and ``.active``."""
     for card in cards:
         s = as_shape(card)
         _plain(s)
-        label = (_label("card_params", s) if is_shown(card, (MIXTRAL,)) else
+        label = (_label("card_params", s) if is_shown(card, CARD_PARAMS_CARDS) else
                  on_hidden("card_params", _card_kind(s),
                            "a mixture of experts" if s.is_moe else "dense", _own_d_head(s)))
         total, active = as_tuple(_own(fn, s), 2, label, "total, active")
@@ -425,14 +434,17 @@ def check_card_params(fn, cards: Sequence = (MIXTRAL,)) -> None:
 
 # --- requests that fit -----------------------------------------------------------------------
 
-def check_requests_that_fit(fn, cases: Sequence[Mapping] | None = None) -> None:
+def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
+                            cases: Sequence[Mapping] | None = None) -> None:
     """Check ``fn(s, n_tokens, memory_bytes, bytes_per_number) -> int``: sequences of
     n_tokens whose cache fits beside the weights, floor((memory − weight bytes) / cache bytes
     per sequence), 0 when the weights alone do not fit; against ``memory.requests_that_fit``'s
     formula.  Each case: ``card`` (plus optional ``n_kv_heads`` to set on it), ``n_tokens``,
     ``memory_bytes``, ``bytes_per_number`` (default 2).  Cards with a sliding window are
     refused (the window caps the cache; this exercise leaves it out).  By default: the module
-    text's 7B-class shape with 32 and with 8 kv heads, 8,192 tokens, 80 GiB, 16-bit."""
+    lesson's 7B-class shape with 32 and with 8 kv heads, 8,192 tokens, 80 GB, 16-bit.  Given
+    the learner's ``card_params`` and ``kv_bytes_per_token``, each case first re-checks them
+    on its card, so a wrong count is blamed on them, not on this step (checks.exercise.requires)."""
     shown_cases = [dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
                    for kv in (32, 8)]
     if cases is None:
@@ -451,6 +463,10 @@ def check_requests_that_fit(fn, cases: Sequence[Mapping] | None = None) -> None:
                  if is_shown(case, shown_cases) else
                  on_hidden("requests_that_fit", _card_kind(s),
                            _heads_kind(s.n_heads, s.n_kv_heads)))
+        if card_params is not None:
+            requires("card_params", check_card_params, card_params, [s])
+        if kv_bytes_per_token is not None:
+            requires("kv_bytes_per_token", check_kv_bytes_per_token, kv_bytes_per_token, [s], [b])
         got = _own(fn, s, n, mem, b)
         w, seq = weight_bytes(s, dt), kv_cache_bytes_per_sequence(s, n, dt)
         expected = max(0, (mem - w) // seq)

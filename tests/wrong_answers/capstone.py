@@ -131,14 +131,14 @@ gqa = {{"cache_per_token_gqa": {cache_gqa},
 
 _EXPERTS = '''
 mixtral = cl.card_config("Mixtral-8x7B-v0.1")
-size = size_card(mixtral, 8192, 80 * cl.GiB, "bf16")
+size = size_card(mixtral, 8192, capstone.ACCELERATOR_BYTES, "bf16")
 {needed}
 experts = {{"total_params": size["total_params"], "active_params": size["active_params"],
            "accelerators_needed": n, "flops_per_token": {flops}}}
 '''.strip()
 
 _NEEDED = '''n = 1
-while size_card(mixtral, 8192, n * 80 * cl.GiB, "bf16")["requests_that_fit"] < 1:
+while size_card(mixtral, 8192, n * capstone.ACCELERATOR_BYTES, "bf16")["requests_that_fit"] < 1:
     n += 1'''
 
 _RECAP = '''recap = {{1: ("C", "T"), 2: ("E", "R"), 3: ("B", "U"), 4: ("F", "P"), 5: {five}, 6: {six}}}'''
@@ -217,7 +217,7 @@ flash_tib = score_matrix_bytes(131_072, 32, 2) / cl.units.TiB
           ["t-experts"], "multiply-adds reported as FLOPs"),
     Wrong("q-experts", _EXPERTS.format(
         needed="n = math.ceil((2 * size['active_params'] + size['kv_cache_bytes_per_token'] * 8192) "
-               "/ (80 * cl.GiB))",
+               "/ capstone.ACCELERATOR_BYTES)",
         flops='2 * size["active_params"]'),
           ["t-experts"], "memory sized by active parameters: Mixtral 'fits' one accelerator"),
 

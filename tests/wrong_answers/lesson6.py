@@ -196,10 +196,12 @@ llama2_70b_saved_gib = kv_bytes_per_token(llama70.with_(n_kv_heads=64), 2) * lla
           ["t-mixtral"], "GB (10^9) for GiB (2^30)"),
 
     # --- test yourself ---------------------------------------------------------------------------
-    Wrong("q-tys1", "tys1_cache_fraction = 0.25\ntys1_requests_32 = 16\ntys1_requests_8 = 67",
+    Wrong("q-tys1", "tys1_cache_fraction = 0.25\ntys1_requests_32 = 15\ntys1_requests_8 = 61",
           ["t-tys1"], "8-head weights taken as large as the 32-head ones"),
-    Wrong("q-tys1", "tys1_cache_fraction = 4\ntys1_requests_32 = 16\ntys1_requests_8 = 68",
+    Wrong("q-tys1", "tys1_cache_fraction = 4\ntys1_requests_32 = 15\ntys1_requests_8 = 63",
           ["t-tys1"], "ratio 32-head ÷ 8-head cache given as the fraction"),
+    Wrong("q-tys1", "tys1_cache_fraction = 0.25\ntys1_requests_32 = 16\ntys1_requests_8 = 68",
+          ["t-tys1"], "the module text's figures: 80 GB read as 80 GiB"),
     Wrong("q-tys2", 'tys2_total_sets = "compute"\ntys2_active_sets = "memory"', ["t-tys2"],
           "the two sizes swapped"),
     Wrong("q-tys2", 'tys2_total_sets = "memory"\ntys2_active_sets = "memory"', ["t-tys2"],
