@@ -725,3 +725,19 @@ def test_notebook_grading_cells_are_well_formed():
     assert set(tests) == {"gqa", "kv-bytes", "moe-sizes", "card-params", "requests",
                           "four-sizes", "kv-seq", "moe-layer", "llama2-70b", "mixtral", "tys1",
                           "tys2"}
+
+
+def test_moe_sizes_asks_for_a_tensor_and_counts_biases():
+    """#16: a Python list where the exercise asks for an integer tensor is refused with its type
+    named; a count of the ``.weight`` matrices alone fails the visible test (experts with
+    biases)."""
+    msg = fails(L6.check_moe_sizes, lambda layer, x: (moe_right(layer, x)[0],
+                                                      moe_right(layer, x)[1].tolist()))
+    assert "integer torch tensor" in msg and "got list" in msg, msg
+
+    def weights_only(layer, x):
+        total, active = moe_right(layer, x)
+        biases = sum(p.numel() for n, p in layer.named_parameters() if n.endswith("bias"))
+        return total - biases, active
+    msg = fails(L6.check_moe_sizes, weights_only)
+    assert "with biases" in msg, msg

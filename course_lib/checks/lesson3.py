@@ -37,13 +37,13 @@ from ..params import block_params
 from ..shapes import gpt2_shape, llama_shape
 from . import check_sealed
 from .sealed import load as _load_sealed
-
-SEALED = _load_sealed("lesson3")
-"""This assignment's sealed answers by salt (sealed_answers/lesson3.json)."""
 from functools import partial
 
 from . import CheckFailed, check_close, check_value, is_shown, watch_calls
-from .exercise import HIDDEN, RANDOM_TAG, call, close, label as named
+from .exercise import HIDDEN, RANDOM_TAG, call, close, label as named  # noqa: F401 - RANDOM_TAG: tests
+
+SEALED = _load_sealed("lesson3")
+"""This assignment's sealed answers by salt (sealed_answers/lesson3.json)."""
 
 # --- the lesson's fixed inputs ------------------------------------------------------------------
 

@@ -39,7 +39,7 @@ from ..flops import forward_macs
 from ..profiling import measure_peak_extra_memory
 from ..shapes import gpt2_shape
 from ..tiled_attention import SoftmaxState, initial_state, online_softmax_update
-from ..units import GB, GiB, TB, TiB
+from ..units import GiB
 from . import (CheckFailed, check_choice, check_close, check_sealed, check_value, is_shown,
                builds_on, on_hidden, own_work, watch_calls)
 from .sealed import load as _load_sealed
