@@ -398,6 +398,7 @@ def test_gqa():
     assert "K and V projections grow too" in fails(C.check_gqa, {**right, "requests_mha": 2})
     assert "cache 8 key/value heads" in fails(C.check_gqa, {**right, "requests_gqa": 2})
     assert "subtract them" in fails(C.check_gqa, {**right, "requests_gqa": 119})
+    assert "read as 80 GiB" in fails(C.check_gqa, {**right, "requests_gqa": 25, "requests_mha": 1})
 
 
 def test_experts():

@@ -586,3 +586,12 @@ def test_a_wrong_earlier_answer_is_pointed_at():
     assert "your block_parts or gpt2_params, make sure their tests pass" in msg
     # a named mistake needs no pointer
     assert "make sure" not in fails(L1.check_gpt2_params, _off(lambda d, L, V, n: -2 * d))
+
+
+def test_a_hard_coded_answer_is_told_so():
+    """Right on GPT-2 small, wrong on the shapes made at run time: the message says the answer
+    may ignore its arguments (#16), on top of the size words."""
+    msg = fails(L1.check_gpt2_params, lambda **s: gpt2_right(**SMALL))
+    assert msg.startswith(L1.RANDOM_TAG) and "does it use its arguments" in msg, msg
+    msg = fails(L1.check_gpt2_params, lambda **s: gpt2_right(**s) + 1)  # wrong everywhere
+    assert "does it use its arguments" not in msg, msg

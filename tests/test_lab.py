@@ -214,8 +214,14 @@ def test_a_learner_in_a_real_browser(tmp_path):
                              f"?token={lab.token}")[1])["content"]
         first_test = next(i for i, c in enumerate(nb["cells"])
                           if c["metadata"].get("nbgrader", {}).get("grade"))
-        assert [i for i, _ in errors] == [first_test], errors
+        # The first error is the first test cell's one line.  JupyterLab sends the cells'
+        # requests without waiting for each reply and the kernel drops those queued behind an
+        # error; on a loaded machine one may arrive after the drop and run, so a later cell may
+        # show its own line too: never a traceback.
+        assert errors and errors[0][0] == first_test, errors
         assert errors[0][1] == [NOT_ANSWERED], errors[0][1]
+        for i, lines in errors[1:]:
+            assert len(lines) == 1 and "is not answered yet" in lines[0], (i, lines)
         demo = _outputs(cells[first_test - 1], "application/vnd.jupyter.stdout")
         assert demo and demo[0].startswith("(This cell waits for Exercise 1"), demo
 

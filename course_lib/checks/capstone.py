@@ -315,7 +315,8 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int,
         requests["the memory holds every expert: size the weights by total parameters, not "
                  "active"] = _requests(mem, math.ceil(c.active * b), seq)
     if s.n_shared_experts:
-        requests["the weights include the shared experts"] = \
+        requests["the shared experts are left out of the weights: every layer of experts holds "
+                 "them too"] = \
             _requests(mem, wb - moe_L * shared * b, seq)
     if s.mla is not None:
         requests["latent attention caches the latent and the rotary key, not keys and values "
@@ -409,8 +410,8 @@ BERT_CONFIG = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidd
 
 
 _UNKNOWN_OUTCOMES = {
-    "returned numbers": "raise ValueError naming the model_type instead of returning numbers for "
-                        "an architecture you did not write it for",
+    "returned without raising": "raise ValueError naming the model_type instead of returning "
+                                "a result for an architecture you did not write it for",
     "valueerror without the name": "the ValueError's message should name the model_type "
                                    "('bert'), so the reader knows which card failed",
     "another error": "check model_type first, and raise ValueError naming it (a KeyError from "
@@ -420,11 +421,11 @@ _UNKNOWN_OUTCOMES = {
 
 def check_unknown_family(fn) -> None:
     """``fn`` must raise ValueError naming the model_type for a card outside :data:`FAMILIES`
-    (a BERT card), not return numbers for an architecture it does not know."""
+    (a BERT card), not return a result for an architecture it does not know."""
     label = "size_card(<bert-base-uncased>, ...)"
     try:
         own_reading(fn, copy.deepcopy(BERT_CONFIG), *_scenario(SCENARIO))
-        outcome = "returned numbers"
+        outcome = "returned without raising"
     except (CheckFailed, NotImplementedError):  # an unwritten answer: the grader says so
         raise
     except ValueError as e:

@@ -45,6 +45,9 @@ SEALED = _load_sealed("lesson6")
 
 # --- the lesson's fixed figures (inputs, not answers) -----------------------------------------
 
+TOO_BIG_CASE = dict(card="Llama-2-70b-hf", n_tokens=4096, memory_bytes=80 * GB)
+"""A visible case of :func:`check_requests_that_fit` whose 16-bit weights alone overflow one
+80 GB accelerator: no request fits."""
 SERVE_TOKENS = 8192
 """The context length of the requests example (8,192 tokens)."""
 SERVE_MEMORY = 80 * GB
@@ -441,11 +444,12 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
     formula.  Each case: ``card`` (plus optional ``n_kv_heads`` to set on it), ``n_tokens``,
     ``memory_bytes``, ``bytes_per_number`` (default 2).  Cards with a sliding window are
     refused (the window caps the cache; this exercise leaves it out).  By default: the module
-    lesson's 7B-class shape with 32 and with 8 kv heads, 8,192 tokens, 80 GB, 16-bit.  Given
+    lesson's 7B-class shape with 32 and with 8 kv heads, 8,192 tokens, 80 GB, 16-bit, and
+    :data:`TOO_BIG_CASE`.  Given
     the learner's ``card_params`` and ``kv_bytes_per_token``, each case first re-checks them
     on its card, so a wrong count is blamed on them, not on this step (checks.exercise.requires)."""
-    shown_cases = [dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
-                   for kv in (32, 8)]
+    shown_cases = [*(dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
+                     for kv in (32, 8)), TOO_BIG_CASE]
     if cases is None:
         cases = shown_cases
     for case in cases:
