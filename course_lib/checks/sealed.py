@@ -147,9 +147,14 @@ def _decade(v: float) -> int:
 def _digits_for(value: float, rel: float) -> int:
     """Fewest significant figures whose rounding step is at most ``rel * |value| / 2``
     everywhere in ``[value - rel·|value|, value + rel·|value|]`` (the step is largest at the
-    largest magnitude)."""
+    largest magnitude, also where that magnitude rounds up to the next power of ten)."""
     top = abs(value) * (1 + rel)
-    return max(1, math.ceil(_decade(top) + 1 - math.log10(rel * abs(value) / 2) - 1e-12))
+    digits = max(1, math.ceil(_decade(top) + 1 - math.log10(rel * abs(value) / 2) - 1e-12))
+    # Just below a power of ten, the top may round up into the next decade, whose step at these
+    # figures is ten times coarser: one more figure keeps the step small there too.
+    if abs(float(canonical(top, digits))) >= 10.0 ** (_decade(top) + 1):
+        digits += 1
+    return digits
 
 
 def accepted_forms(value: float, rel: float, digits: int | None) -> list[str]:
