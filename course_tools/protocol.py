@@ -59,6 +59,20 @@ def _check(obj, name: str, kind, where: str):
     return obj
 
 
+def _object(text: str | bytes, where: str, typed) -> dict:
+    """``text`` as a JSON object whose fields ``typed`` (``(name, type), ...``) have their types,
+    else :class:`ProtocolError` naming ``where`` and the field."""
+    try:
+        d = json.loads(text)
+    except ValueError as exc:
+        raise ProtocolError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(d, dict):
+        raise ProtocolError(f"{where}: should be an object")
+    for name, kind in typed:
+        _check(d.get(name), name, kind, where)
+    return d
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one job may use.  Seconds, characters and bytes; 0 means no limit of that kind.
@@ -118,18 +132,10 @@ class JobSpec:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "JobSpec":
-        try:
-            d = json.loads(text)
-        except ValueError as exc:
-            raise ProtocolError(f"job spec: not JSON ({exc})") from None
-        if not isinstance(d, dict):
-            raise ProtocolError("job spec: should be an object")
-        for name, kind in (("job_id", str), ("student", str), ("assignment", str),
-                           ("reference", bool), ("notebooks", dict), ("files", dict),
-                           ("source_files", dict),
-                           ("gradebook", str), ("config", str), ("course_lib", str),
-                           ("sandbox", str)):
-            _check(d.get(name), name, kind, "job spec")
+        d = _object(text, "job spec", (
+            ("job_id", str), ("student", str), ("assignment", str), ("reference", bool),
+            ("notebooks", dict), ("files", dict), ("source_files", dict), ("gradebook", str),
+            ("config", str), ("course_lib", str), ("sandbox", str)))
         try:
             sandbox = Sandbox(d["sandbox"])
         except ValueError:
@@ -196,18 +202,10 @@ class JobResult:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "JobResult":
-        try:
-            d = json.loads(text)
-        except ValueError as exc:
-            raise ProtocolError(f"job result: not JSON ({exc})") from None
-        if not isinstance(d, dict):
-            raise ProtocolError("job result: should be an object")
-        for name, kind in (("job_id", str), ("ok", bool), ("error", str), ("refused", str),
-                           ("events", list),
-                           ("autograded", dict), ("nbgrader_scores", dict), ("log", str),
-                           ("over_budget", bool), ("seconds", (int, float)),
-                           ("sandbox", dict)):
-            _check(d.get(name), name, kind, "job result")
+        d = _object(text, "job result", (
+            ("job_id", str), ("ok", bool), ("error", str), ("refused", str), ("events", list),
+            ("autograded", dict), ("nbgrader_scores", dict), ("log", str),
+            ("over_budget", bool), ("seconds", (int, float)), ("sandbox", dict)))
         if d.get("exit_code") is not None:
             _check(d["exit_code"], "exit_code", int, "job result")
         if not all(isinstance(e, dict) for e in d["events"]):

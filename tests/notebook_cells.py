@@ -6,6 +6,7 @@ import re
 import nbformat
 import pytest
 
+import wrong_answers
 from course_lib.checks import CheckFailed
 
 
@@ -46,3 +47,19 @@ def graded_cells(path, check_call: re.Pattern, tests_without_answer=()):
     assert answers == set(tests) - set(tests_without_answer), \
         "each q- answer cell has its t- test cell"
     return nb, answers, tests
+
+
+def setup_answers_tests(path) -> tuple[str, dict[str, str], dict[str, str]]:
+    """A source notebook's first code cell (its setup), its answer cells' code without the
+    solution markers, and its test cells' source: ``(setup, {grade_id: code}, {grade_id:
+    source})``, to run the test cells on planted answers without nbgrader."""
+    nb = nbformat.read(path, as_version=4)
+    setup = next(c.source for c in nb.cells if c.cell_type == "code")
+    answers, tests = {}, {}
+    for c in nb.cells:
+        meta = c.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            answers[meta["grade_id"]] = wrong_answers.strip_solution_markers(c.source)
+        elif meta.get("grade"):
+            tests[meta["grade_id"]] = c.source
+    return setup, answers, tests

@@ -106,10 +106,22 @@ def _forms(v) -> set[str]:
 
 # --- messages (tests/test_checks_*.py) ------------------------------------------------------
 
-def shows_none_of(message: str, *values) -> None:
-    """The message shows none of the hidden values, in any usual format."""
+def shows_none_of(message: str, *values, at_least: float = 0) -> None:
+    """The message shows none of the hidden values, in any usual spelling, as a whole number
+    (digits joined by ``,`` or a decimal point are one number; a digit after ``^`` is an
+    exponent: "2^30" names a unit, not the value 30).  ``at_least``: values smaller in size are
+    not searched for (a small count such as 16 also appears in card names and labels)."""
     for v in values:
-        forms = {str(v), repr(v), f"{v:,}"} if isinstance(v, int) else {
-            repr(v), f"{v:.2f}", f"{v:.3f}", f"{v:.4f}", f"{v:.1%}", f"{100 * v:.1f}"}
+        if abs(v) < at_least:
+            continue
+        if isinstance(v, float) and v.is_integer() and at_least:
+            v = int(v)
+        if isinstance(v, int):
+            forms = {str(v), repr(v), f"{v:,}"}
+        else:
+            forms = {repr(v), f"{v:g}", f"{v:.1%}", f"{100 * v:.1f}",
+                     *(f"{v:.{k}f}" for k in (1, 2, 3, 4))}
+            forms |= {f"{v:,.0f}"} if abs(v) >= 1000 else set()
         for form in forms:
-            assert not re.search(rf"(?<![\d.]){re.escape(form)}(?![\d])", message), (form, message)
+            assert not re.search(rf"(?<![\d.,^]){re.escape(form)}(?![\d,]|\.\d)", message), \
+                (form, message)

@@ -15,6 +15,7 @@ import pytest
 import course_lib as cl
 from course_lib.checks import lesson1 as L1
 from notebook_cells import fails, graded_cells
+from scans import shows_none_of
 
 SMALL = L1.GPT2_SMALL
 HIDDEN_LIKE = [dict(d_model=1024, n_layers=24, d_vocab=50257, n_ctx=1024),
@@ -63,15 +64,6 @@ def costs_right(n_layers, d_model, n_heads, d_vocab, n_ctx):
     macs = n_layers * (12 * d_model**2 + 2 * n_ctx * d_model) + d_model * d_vocab
     return {"params": p, "weight_bytes": 2 * p, "kv_cache_bytes": 2 * 2 * n_layers * n_ctx * d_model,
             "flops_per_token": 2 * macs}
-
-
-def shows_none_of(message: str, *values) -> None:
-    """The message shows none of the hidden values, in any usual format."""
-    for v in values:
-        forms = {str(v), repr(v), f"{v:,}"} if isinstance(v, int) else {
-            repr(v), f"{v:.2f}", f"{v:.3f}", f"{v:.4f}", f"{v:.1%}", f"{100 * v:.1f}"}
-        for form in forms:
-            assert not re.search(rf"(?<![\d.]){re.escape(form)}(?![\d])", message), (form, message)
 
 
 # --- right answers pass ------------------------------------------------------------------------

@@ -15,19 +15,13 @@ import torch
 import torch.nn.functional as F
 
 import course_lib as cl
-from course_lib.checks import CheckFailed
 from course_lib.checks import lesson2 as L2
 from notebook_cells import fails, graded_cells
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson2" / "lesson2.ipynb"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 # --- right answers, from the definitions -----------------------------------------------------

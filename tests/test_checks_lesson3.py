@@ -9,12 +9,10 @@ import copy
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 
-import wrong_answers
-from notebook_cells import fails, graded_cells
+from notebook_cells import fails, graded_cells, setup_answers_tests
 from course_lib.block import FeedForward, TransformerBlock
 from course_lib.checks import lesson3 as L3
 from wrong_answers.lesson3 import WRONG
@@ -22,12 +20,7 @@ from wrong_answers.lesson3 import WRONG
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson3" / "lesson3.ipynb"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 # --- right answers, from the architectures ------------------------------------------------------
@@ -387,22 +380,9 @@ def test_test_yourself_mistakes():
 
 # --- the notebook's test cells, without nbgrader ---------------------------------------------------
 
-def _cells():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    setup = next(c.source for c in nb.cells if c.get("id") == "setup")
-    answers, tests = {}, {}
-    for c in nb.cells:
-        meta = c.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            answers[meta["grade_id"]] = wrong_answers.strip_solution_markers(c.source)
-        elif meta.get("grade"):
-            tests[meta["grade_id"]] = c.source
-    return setup, answers, tests
-
-
 def _failing(answers: dict) -> set:
     """The test cells (hidden tests included) that fail with these answer cells."""
-    setup, _, tests = _cells()
+    setup, _, tests = setup_answers_tests(NOTEBOOK)
     ns: dict = {}
     exec(setup, ns)  # noqa: S102 (our own notebook)
     for src in answers.values():
@@ -422,7 +402,7 @@ def test_notebook_grading_cells_are_well_formed():
 
 
 def test_model_answer_passes_every_test_cell():
-    _, answers, _ = _cells()
+    _, answers, _ = setup_answers_tests(NOTEBOOK)
     assert _failing(answers) == set()
 
 
@@ -430,7 +410,7 @@ def test_model_answer_passes_every_test_cell():
 def test_each_wrong_answer_fails_exactly_its_cells(wrong):
     """The registry's claims, checked one entry at a time (tests/test_grading.py checks them again
     through nbgrader's autograde, packed)."""
-    _, answers, _ = _cells()
+    _, answers, _ = setup_answers_tests(NOTEBOOK)
     assert _failing({**answers, wrong.cell: wrong.source}) == set(wrong.loses)
 
 

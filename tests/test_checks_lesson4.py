@@ -17,11 +17,11 @@ import torch
 import torch.nn.functional as F
 
 import course_lib
-import wrong_answers
 from course_lib.checks import CheckFailed
 from course_lib.checks import lesson4 as L4
-from notebook_cells import fails, graded_cells
+from notebook_cells import fails, graded_cells, setup_answers_tests
 from wrong_answers.lesson4 import HIDDEN_ONLY, WRONG
+from scans import shows_none_of
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson4" / "lesson4.ipynb"
 
@@ -95,15 +95,6 @@ def longest_right(d_model, n_layers, n_heads, n_tokens):
     att, w = 2 * n_tokens**2 * d_model, 12 * n_tokens * d_model**2
     return {"block_flops": 2 * n_layers * (att + w), "attention_share": att / (att + w),
             "score_bytes_per_layer": 2 * n_tokens**2 * n_heads}
-
-
-def shows_none_of(message: str, *values) -> None:
-    """The message shows none of the hidden values, in any usual format."""
-    for v in values:
-        forms = {str(v), f"{v:,}"} if isinstance(v, int) else {
-            repr(v), f"{v:.2f}", f"{v:.3f}", f"{v:g}"} | ({f"{v:,.0f}"} if abs(v) >= 1000 else set())
-        for form in forms:
-            assert not re.search(rf"(?<![\d.]){re.escape(form)}(?![\d])", message), (form, message)
 
 
 PERM_HIDDEN = [dict(d_model=48, n_heads=3, batch=3, pos=11, causal=False, positions="none", seed=5),
@@ -616,7 +607,7 @@ def test_a_full_bool_mask_breaks_the_memory_rule_whatever_its_dtype():
 def test_registry_mistakes_fail_the_visible_test(wrong):
     """#13/#16: each registered mistake fails the visible part of its own test cell, in the
     learner's notebook (the grade is checked through nbgrader in tests/test_grading.py)."""
-    setup, answers, tests = _cells()
+    setup, answers, tests = setup_answers_tests(NOTEBOOK)
     ns: dict = {}
     exec(setup, ns)  # noqa: S102 (our own notebook)
     for gid, src in {**answers, wrong.cell: wrong.source}.items():
@@ -630,14 +621,3 @@ def test_hidden_only_mistakes_are_registered():
     assert HIDDEN_ONLY <= {w.why for w in WRONG}
 
 
-def _cells():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    setup = next(c.source for c in nb.cells if c.cell_type == "code")
-    answers, tests = {}, {}
-    for c in nb.cells:
-        meta = c.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            answers[meta["grade_id"]] = wrong_answers.strip_solution_markers(c.source)
-        elif meta.get("grade"):
-            tests[meta["grade_id"]] = c.source
-    return setup, answers, tests

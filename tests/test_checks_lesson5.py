@@ -18,25 +18,18 @@ import pytest
 import torch
 
 import course_lib as cl
-import wrong_answers
 from course_lib.checks import CheckFailed
 from course_lib.checks import lesson5 as L5
-from notebook_cells import fails, graded_cells
+from notebook_cells import fails, graded_cells, setup_answers_tests
 from wrong_answers.lesson5 import HIDDEN_ONLY, WRONG
+from scans import shows_none_of
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson5" / "lesson5.ipynb"
 GiB = 2**30
 GB = 10**9
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Toy models this small run fastest on one thread (two threads on a busy 2-core machine
-    are ten times slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 # --- right answers, from the definitions ---------------------------------------------------------
@@ -104,16 +97,6 @@ def notebook_cases(check: str) -> list:
             exec(cell.source, {}, _Names(lesson5=Recorder()))
     assert found, check
     return found
-
-
-def shows_none_of(message: str, *values) -> None:
-    """The message shows none of the hidden values, in any usual format."""
-    for v in values:
-        forms = {str(v), repr(v), f"{v:,}"} if isinstance(v, int) else {
-            repr(v), f"{v:.1f}", f"{v:.2f}", f"{v:.3f}", f"{v:,.0f}"}
-        for form in forms:
-            # (not after ^: "2^30" names a unit, not the value 30)
-            assert not re.search(rf"(?<![\d.^]){re.escape(form)}(?!\d|\.\d)", message), (form, message)
 
 
 # --- right answers pass on every graded case --------------------------------------------------
@@ -550,25 +533,12 @@ def test_every_function_check_tries_an_input_made_at_run_time():
     assert fails(L5.check_generate_cached, hard_coded).startswith(L5.RANDOM_TAG)
 
 
-def _cells():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    setup = next(c.source for c in nb.cells if c.cell_type == "code")
-    answers, tests = {}, {}
-    for c in nb.cells:
-        meta = c.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            answers[meta["grade_id"]] = wrong_answers.strip_solution_markers(c.source)
-        elif meta.get("grade"):
-            tests[meta["grade_id"]] = c.source
-    return setup, answers, tests
-
-
 @pytest.mark.parametrize("wrong", [w for w in WRONG if w.why not in HIDDEN_ONLY],
                          ids=lambda w: w.why[:40])
 def test_registry_mistakes_fail_the_visible_test(wrong):
     """Each registered mistake fails the visible part of its own test cell, in the learner's
     notebook (the grade is checked through nbgrader in tests/test_grading.py)."""
-    setup, answers, tests = _cells()
+    setup, answers, tests = setup_answers_tests(NOTEBOOK)
     ns: dict = {}
     exec(setup, ns)  # noqa: S102 (our own notebook)
     for src in {**answers, wrong.cell: wrong.source}.values():

@@ -18,6 +18,7 @@ import course_lib as cl
 from course_lib.checks import lesson6 as L6
 from course_lib.moe import active_params_per_token
 from notebook_cells import fails, graded_cells
+from scans import shows_none_of
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "lesson6" / "lesson6.ipynb"
 # The cards of the families the lesson's counters cover (those of 2023, latent attention
@@ -94,14 +95,6 @@ def four_right(s, b):
     total, active = card_right(s)
     return {"total_params": total, "active_params": active,
             "kv_cache_bytes_per_token": kv_right(s, b), "weight_bytes": total * b}
-
-
-def shows_none_of(message: str, *values) -> None:
-    for v in values:
-        forms = {str(v), repr(v), f"{v:,}"} if isinstance(v, int) else {
-            repr(v), f"{v:.2f}", f"{v:.3f}", f"{v:.1f}", f"{v:.4f}"}
-        for form in forms:
-            assert not re.search(rf"(?<![\d.]){re.escape(form)}(?![\d])", message), (form, message)
 
 
 # --- the module's figures --------------------------------------------------------------------

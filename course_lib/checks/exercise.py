@@ -22,7 +22,7 @@ kind only (:func:`~course_lib.checks.on_hidden`): no values, shapes or names.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_close, check_sealed, check_value,
@@ -254,8 +254,6 @@ class Exercise(Check):
     """The argument's name when a case is given as a bare value (``d_models=[64, 1024]``)."""
     shortcuts: Mapping | None = None
     c_functions: Sequence[str] = ()
-    extra: Callable | None = field(default=None, repr=False)
-    """``extra(result, reference, label)``: a further check after the parts pass."""
 
     def unpack(self, result, label: str):
         if self.returns is None:
@@ -297,5 +295,3 @@ class Exercise(Check):
                 check_value(got, want, what=part_label(label, part.index, part.name),
                             rel=part.rel, integer=part.integer,
                             mistakes=part.mistakes(ref) if part.mistakes else None)
-        if self.extra is not None:
-            self.extra(result, ref, label)

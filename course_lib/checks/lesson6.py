@@ -144,9 +144,6 @@ def _own(fn, *args, **kwargs):
     return result
 
 
-_merged = merged  # mistakes that give the same wrong value, named together (checks.exercise)
-
-
 # --- grouped-query attention -----------------------------------------------------------------
 
 def gqa_inputs(batch: int, n_heads: int, n_kv_heads: int, pos: int, d_head: int, seed: int):
@@ -244,7 +241,7 @@ def kv_mistakes(s: ModelShape, b) -> dict:
     if s.d_model % s.n_heads == 0 and s.d_model // s.n_heads != d_head:
         m = {"d_head is not d_model / n_heads on this card: it sets d_head itself, so use "
              "the shape's d_head": 2 * L * s.n_kv_heads * (s.d_model // s.n_heads) * b, **m}
-    return _merged(m)
+    return merged(m)
 
 
 def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
@@ -392,7 +389,7 @@ def total_mistakes(s: ModelShape) -> dict:
     no_bias = count_params(s.with_(qkv_bias=False, out_bias=False, mlp_bias=False)).total
     if no_bias != total:
         m["biases are missing: see qkv_bias, out_bias and mlp_bias"] = no_bias
-    return _merged(m)
+    return merged(m)
 
 
 def active_mistakes(s: ModelShape) -> dict:
@@ -402,7 +399,7 @@ def active_mistakes(s: ModelShape) -> dict:
         return {}
     E, k, L, moe_L = s.n_experts, s.n_experts_per_tok, s.n_layers, s.moe_layers
     mlp, router, attn = mlp_params(s), router_params_per_layer(s), attention_params_per_layer(s)
-    return _merged({
+    return merged({
         "that counts every expert: a token passes through only n_experts_per_tok of them":
             c.total,
         "the routers are missing: every token is scored by its layer's router":
@@ -489,7 +486,7 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
             mistakes = {"the weights alone do not fit, so no request fits: return 0":
                         (mem - w) // seq, **mistakes}
         with builds_on("card_params", "kv_bytes_per_token"):
-            check_value(got, expected, what=label, integer=True, mistakes=_merged(mistakes))
+            check_value(got, expected, what=label, integer=True, mistakes=merged(mistakes))
 
 
 # --- the four sizes (the recap) ----------------------------------------------------------------
@@ -504,7 +501,7 @@ def weight_mistakes(s: ModelShape, b) -> dict:
          "that is in GB; the question asks for bytes": wb / GB}
     if s.tied_embeddings:
         m["the tied head is stored once"] = wb + s.d_vocab * s.d_model * b
-    return _merged(m)
+    return merged(m)
 
 
 def check_four_sizes(fn, cards: Sequence = (MIXTRAL,),
@@ -598,7 +595,7 @@ def seq_mistakes(s: ModelShape, n: int, b) -> dict:
     elif s.n_kv_heads != s.n_heads:
         m["the cache is sized with the query heads: only n_kv_heads are cached"] = \
             right * s.group_size
-    return _merged(m)
+    return merged(m)
 
 
 def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> None:
@@ -695,9 +692,9 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
                   "experts work for every token": right_held * k / E,
                   **{d: right_used + v for d, v in common.items()}}
         check_value(held, right_held, what=f"{label}[0], held", integer=True,
-                    mistakes=_merged(held_m))
+                    mistakes=merged(held_m))
         check_value(used, right_used, what=f"{label}[1], used", integer=True,
-                    mistakes=_merged(used_m))
+                    mistakes=merged(used_m))
 
 
 # --- real-world examples -----------------------------------------------------------------------
