@@ -64,3 +64,17 @@ def test_mixtral_47b_total_13b_active():
     p = cl.count_params(cl.load_card("Mixtral-8x7B-v0.1"))
     assert p.total == 46_702_792_704 and round(p.total / 1e9) == 47
     assert p.active == 12_879_925_248 and round(p.active / 1e9) == 13
+
+
+def test_the_unit_figures_the_prose_states():
+    """Lesson 6 and the capstone: 80 GiB is 7.4% more than 80 GB; an 80 GB accelerator holds
+    74.5 GiB; DeepSeek-V2-Lite has 15.7 billion parameters in total; the two thirds of a block
+    become about 0.81 with grouped-query attention and 0.97 in Mixtral (lesson 1)."""
+    assert round(100 * (80 * cl.GiB / cl.units.H100_SXM_BYTES - 1), 1) == 7.4
+    assert round(cl.units.H100_SXM_BYTES / cl.GiB, 1) == 74.5
+    assert round(cl.count_params(cl.load_card("DeepSeek-V2-Lite")).total / 1e9, 1) == 15.7
+
+    def ff_share(name):
+        b = cl.block_params(cl.load_card(name))
+        return b["feed_forward"] / (b["feed_forward"] + b["attention"])
+    assert round(ff_share("Meta-Llama-3-8B"), 2) == 0.81 and round(ff_share("Mixtral-8x7B-v0.1"), 2) == 0.97
