@@ -418,13 +418,13 @@ def bwrap_argv(cfg: SandboxConfig, connection_file: str) -> list[str]:
     argv = [cfg.bwrap, "--unshare-all", "--unshare-user", "--disable-userns",
             "--die-with-parent", "--new-session", "--hostname", "sandbox",
             "--uid", "1000", "--gid", "1000", "--cap-drop", "ALL", *_system_binds()]
-    for p in cfg.ro_paths:
-        argv += ["--ro-bind", p, p]
     argv += ["--proc", "/proc", "--dev", "/dev",
              "--size", str(cfg.scratch or 2**30), "--tmpfs", SCRATCH,
              "--size", str(64 * 2**20), "--tmpfs", "/dev/shm",
-             "--size", str(4 * 2**20), "--tmpfs", cfg.socket_dir,
-             "--dir", WORKDIR, "--dir", HOME,
+             "--size", str(4 * 2**20), "--tmpfs", cfg.socket_dir]
+    for p in cfg.ro_paths:  # after the tmpfs mounts: a checkout under /tmp stays visible
+        argv += ["--ro-bind", p, p]
+    argv += ["--dir", WORKDIR, "--dir", HOME,
              "--ro-bind", connection_file, connection_file,
              "--chdir", WORKDIR, "--clearenv"]
     # the notebook's folder (nbgrader's copy of the submission): its other files, read-only
