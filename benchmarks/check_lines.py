@@ -1,0 +1,51 @@
+"""Lines of Python in course_lib/checks/ per graded cell of the course (issue: checks as data).
+
+Method: every ``*.py`` file under ``course_lib/checks/`` is read; ``lines`` is its line count
+(what ``wc -l`` prints), ``code`` leaves out blank lines and lines holding only a comment.
+Graded cells are the cells of ``solutions/*/*.ipynb`` whose nbgrader metadata has
+``grade: true``.  Data files (``sealed_answers/*.json``, ``hints/*.toml``, ``exercises.json``)
+are not Python and are listed apart.  The bar is the ``lines`` column's total per graded cell.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECKS = ROOT / "course_lib" / "checks"
+
+
+def graded_cells() -> dict[str, int]:
+    out = {}
+    for nb in sorted((ROOT / "solutions").glob("*/*.ipynb")):
+        cells = json.loads(nb.read_text())["cells"]
+        out[nb.stem] = sum(1 for c in cells if c.get("metadata", {}).get("nbgrader", {}).get("grade"))
+    return out
+
+
+def counts(path: Path) -> tuple[int, int]:
+    lines = path.read_text().splitlines()
+    return len(lines), sum(1 for ln in lines if ln.strip() and not ln.strip().startswith("#"))
+
+
+def main() -> None:
+    cells = graded_cells()
+    rows, total, code = [], 0, 0
+    for path in sorted(CHECKS.rglob("*.py")):
+        n, c = counts(path)
+        total, code = total + n, code + c
+        rows.append((str(path.relative_to(CHECKS)), n, c, cells.get(path.stem, "")))
+    print(__doc__.split("\n\n")[1].replace("\n", " "), "\n")
+    print("| file | lines | code | graded cells |\n|---|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]:,} | {r[2]:,} | {r[3]} |")
+    n_cells = sum(cells.values())
+    print(f"| **all** | **{total:,}** | **{code:,}** | **{n_cells}** |\n")
+    print(f"lines per graded cell: {total / n_cells:.1f} (code only: {code / n_cells:.1f}); bar: 45")
+    data = [p for p in CHECKS.rglob("*") if p.suffix in (".json", ".toml")]
+    print(f"data files beside them: {len(data)} files, "
+          f"{sum(len(p.read_text().splitlines()) for p in data):,} lines")
+
+
+if __name__ == "__main__":
+    main()
