@@ -437,6 +437,46 @@ def test_jobs_and_grading_alone_change_no_grade(mini_graded, tmp_path, monkeypat
     assert rows == [one[0], next(r for r in one if r[0] == "wrong-2")]
 
 
+def test_two_classes_graded_at_once_score_as_each_alone(mini_graded, tmp_path):
+    """An instructor who starts two gradings on one machine (two `make grade`) gets from each
+    the grades it gets alone.  The small class finishes first, and its clean-up (leftover job
+    cgroups, tagged processes) runs while the big one still grades: a sweep that is not scoped
+    to its own run would kill the other's kernels, and their students would lose points."""
+    from course_tools import sandbox
+
+    with open(mini_graded.out / "grades.csv", newline="") as f:
+        alone = {r["student"]: r for r in csv.DictReader(f)}
+    big, small = tmp_path / "big", tmp_path / "small"
+    shutil.copytree(mini_graded.submissions, big)
+    shutil.rmtree(big / "over-budget")  # timing-dependent by design
+    for student in sorted(p.name for p in big.iterdir())[:2]:
+        shutil.copytree(big / student, small / student)
+    settings = ["--course", str(mini_graded.case.course), "--cell-timeout", "120",
+                "--notebook-timeout", "240", "--memory-limit", "4"]
+    runs = {}
+    try:
+        for name, subs, jobs in (("big", big, "2"), ("small", small, "1")):
+            runs[name] = subprocess.Popen(
+                [sys.executable, "-m", "course_tools.grade", str(subs), "--out",
+                 str(tmp_path / f"out-{name}"), "--jobs", jobs, *settings],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        done = {name: (p.communicate(timeout=900), p.returncode) for name, p in runs.items()}
+    finally:
+        for p in runs.values():
+            p.kill()
+    for name, ((out, err), code) in done.items():
+        assert code == 0, f"the {name} class: exit {code}\n{out[-2000:]}\n{err[-2000:]}"
+        with open(tmp_path / f"out-{name}" / "grades.csv", newline="") as f:
+            rows = {r["student"]: r for r in csv.DictReader(f)}
+        subs = big if name == "big" else small
+        assert set(rows) == {p.name for p in subs.iterdir()}
+        for student, row in rows.items():
+            got = {k: row[k] for k in ("status", "score", "max_score")}
+            want = {k: alone[student][k] for k in ("status", "score", "max_score")}
+            assert got == want, f"the {name} class, {student}: {got}, alone {want}\n{row}"
+        assert sandbox.leftover_cgroups(f"course-grade-{runs[name].pid}-") == []
+
+
 def test_grading_leaves_the_course_untouched(mini_graded):
     d = mini_graded.digests
     assert d["before"]["course"] == d["after"]["course"] and d["before"]["course"]
