@@ -380,8 +380,8 @@ def test_doubling_wants_four_numbers():
     ((85.1, 31.6), "blocks alone"),
     ((124_439_808, 31.6), "in millions"),
     ((124.4, 0.3165), "not a fraction"),
-    ((124.4, 31.0), "position embedding is part"),
-    ((124, 31), "position embedding is part"),
+    ((124.4, 31.0), "position embedding is missing (it is part"),
+    ((124, 31), "position embedding is missing (it is part"),
     ((124.4, 46.3), "not by the rest"),
     ((124.4, 24.2), "tied head twice"),
 ])
@@ -469,9 +469,9 @@ def test_everything_within_the_tolerance_passes_and_is_never_a_mistake(sealed, v
 
 
 @pytest.mark.parametrize("answer, phrase", [
-    (31, "position embedding is part"),     # that mistake's whole number: not the answer's
+    (31, "position embedding is missing (it is part"),     # that mistake's whole number: not the answer's
     (31.0, "round to the nearest whole percent"),
-    (31.02, "position embedding is part"),
+    (31.02, "position embedding is missing (it is part"),
     (0.32, "not a fraction"),
     (0.3165, "not a fraction"),
     (46, "not by the rest"),
