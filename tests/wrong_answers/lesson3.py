@@ -160,3 +160,10 @@ def add_no_op_block(model, where):
     Wrong("q-tys2", 'tys_long_reason = "a"\ntys_long_eight_step_share = 1 - 8 * 0.02', ["t-tys2"],
           "losses added (1 − 8 × 0.02) instead of compounded"),
 ]
+
+HIDDEN_ONLY: set[str] = {
+    "every removed parameter put in the feed-forward layer: passes the visible test "
+    "(a feed-forward cut), fails the hidden attention cut",
+}
+"""``why`` of the entries that pass the visible test and fail only the hidden one
+(tests/test_planted_mistakes.py)."""
