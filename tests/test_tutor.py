@@ -99,7 +99,10 @@ def learner_run():
                 "lesson1.check_gpt2_params(hard_coded)", metadata={"tags": ["hard-coded"]}),
                 nbformat.v4.new_code_cell(
                 "def buggy(d_model):\n    return d_model.parts\n\n"
-                "lesson1.check_block_parts(buggy)", metadata={"tags": ["buggy"]})]
+                "lesson1.check_block_parts(buggy)", metadata={"tags": ["buggy"]}),
+                nbformat.v4.new_code_cell(
+                "lesson1.check_block_parts(block_parts)\nlesson1.check_gpt2_params(hard_coded)",
+                metadata={"tags": ["pass-then-fail"]})]
     nb.cells = cells
     return {_gid(c) or c.metadata.get("tags", [i])[0]: c
             for i, c in enumerate(_run(nb, stop_at_error=False).cells)}
@@ -119,6 +122,14 @@ def test_a_learners_own_error_shows_only_their_frames(learner_run):
     text = "\n".join(_tb(err))
     assert "course_lib" not in text and "site-packages" not in text, text
     assert "return d_model.parts" in text and "lesson1.check_block_parts(buggy)" in text
+
+
+def test_a_cell_whose_second_check_fails_does_not_say_passed(learner_run):
+    """Two checks in one cell, the first passing: the cell shows the failure alone (a pass
+    line prints only once the whole cell has run without an error)."""
+    cell = learner_run["pass-then-fail"]
+    (err,) = _errors(cell)
+    assert err.ename == "CheckFailed" and "passed" not in _text(cell), _text(cell)
 
 
 def test_an_unset_test_yourself_answer_says_so(learner_run):

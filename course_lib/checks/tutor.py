@@ -188,8 +188,19 @@ def install() -> bool:
     if getattr(shell, "_course_tutor", False):
         return True
     shell.set_custom_exc((Exception,), _handler)
+    shell.events.register("post_run_cell", _say_passed)
     shell._course_tutor = True
     return True
+
+
+def _say_passed(result) -> None:
+    """At the end of a cell (IPython's ``post_run_cell``): print the pass lines its checks
+    queued, only if the whole cell ran without an error.  A cell whose first check passes
+    and whose second fails shows the failure alone, not "passed" and then the failure."""
+    lines, _state["passed"] = _state.get("passed", []), []
+    if getattr(result, "success", False):
+        for line in dict.fromkeys(lines):
+            print(line)
 
 
 def passed_line(lesson: str, check: str) -> str:
@@ -206,7 +217,7 @@ def announce(namespace: dict, lesson: str) -> None:
     """Wrap every public ``check_*`` function defined in a lesson module's ``namespace`` (or
     :class:`~course_lib.checks.exercise.Check` declared there) so
     that, called from a notebook cell: a failure names the exercise, and a pass prints
-    :func:`passed_line` once (a call with keyword arguments is a further test, and a check
+    :func:`passed_line` once, when the whole cell has run without an error (a call with keyword arguments is a further test, and a check
     called by another check is part of it: neither prints).  Called at the end of each
     ``course_lib.checks.lessonN``; also records ``lesson`` as the current lesson."""
     from . import CheckFailed
@@ -231,7 +242,7 @@ def announce(namespace: dict, lesson: str) -> None:
             finally:
                 _state["depth"] -= 1
             if outermost and not kwargs and _ipython() is not None:
-                print(passed_line(lesson, __name))
+                _state.setdefault("passed", []).append(passed_line(lesson, __name))
             return result
 
         namespace[name] = functools.wraps(fn)(wrapper)
