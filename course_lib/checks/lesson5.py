@@ -170,7 +170,7 @@ def _kv_mistakes(r) -> dict:
     kv = r["value"]
     q = None if r["n_heads"] == r["n_kv_heads"] else kv * r["n_heads"] / r["n_kv_heads"]
     return merged(named(HINTS["kv_cache_size"], values=kv / 2, query_heads=q,
-                        query_heads_keys=q and q / 2, bits=8 * kv, numbers=kv / r["bytes_per_number"],
+                        query_heads_keys=q / 2 if q else None, bits=8 * kv, numbers=kv / r["bytes_per_number"],
                         one_layer=kv / r["n_layers"], one_token=kv / r["n_tokens"], gib=kv / GiB,
                         gb=kv / GB))
 
