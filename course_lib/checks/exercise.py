@@ -181,6 +181,9 @@ class Inputs:
     shown: Sequence[Mapping] = ()
     random: Sequence[Mapping] = ()
     hidden: str = "another input"
+    kinds: Callable[[Mapping], Sequence[str]] | None = None
+    """Optional: the words describing a hidden input's kind, as a function of the input
+    (default: ``(hidden,)``)."""
 
     @property
     def visible(self) -> tuple:
@@ -190,7 +193,7 @@ class Inputs:
         args = dict(args)
         shown = args in [dict(a) for a in self.visible]
         return label(name, args, shown=shown, random=args in [dict(a) for a in self.random],
-                     kinds=(self.hidden,))
+                     kinds=self.kinds(args) if self.kinds else (self.hidden,))
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,9 @@ class Part:
     rel: float = 0.0
     integer: bool = False
     builds_on: tuple[str, ...] = ()
+    suffix: str = ""
+    """Optional: how a message names this part after the call's label on any input, shown or
+    hidden (``"[0], the ridge point"``); default: :func:`part_label`'s."""
 
 
 class Check:
@@ -228,13 +234,18 @@ class Question(Check):
     :func:`~course_lib.checks.sealed.load`), with ``builds_on`` named on a generic failure."""
     answers: Sequence
     builds_on: tuple[str, ...] = ()
+    options: Mapping[int, Sequence[str]] | None = None
+    """Optional: the options of choice answers, by position, as the notebook writes them; such
+    an answer is read in them (:func:`read_choice`) and compared outside ``builds_on``."""
 
     def __call__(self, *got) -> None:
         if len(got) != len(self.answers):
             raise TypeError(f"expected {len(self.answers)} answers, got {len(got)}")
-        with builds_on(*self.builds_on) if self.builds_on else nullcontext():
-            for value, sealed in zip(got, self.answers):
-                check_sealed(value, sealed)
+        options = self.options or {}
+        for i, (value, sealed) in enumerate(zip(got, self.answers)):
+            with builds_on(*self.builds_on) if self.builds_on and i not in options else nullcontext():
+                check_sealed(read_choice(value, sealed.what, options[i]) if i in options else value,
+                             sealed)
 
 
 @dataclass(frozen=True)
@@ -254,6 +265,9 @@ class Exercise(Check):
     """The argument's name when a case is given as a bare value (``d_models=[64, 1024]``)."""
     shortcuts: Mapping | None = None
     c_functions: Sequence[str] = ()
+    fixed_note: bool = True
+    """Whether a failure on a random input, after the shown one passed, asks whether the
+    answer holds a fixed value (False: the message alone)."""
 
     def unpack(self, result, label: str):
         if self.returns is None:
@@ -276,7 +290,7 @@ class Exercise(Check):
                 try:
                     self.check_one(fn, args)
                 except CheckFailed as e:
-                    if random and fixed_passed:
+                    if random and fixed_passed and self.fixed_note:
                         raise CheckFailed(f"{e} (It was right on the input the notebook shows: "
                                           "does it use its arguments, or hold a fixed answer?)") \
                             from None
@@ -292,6 +306,42 @@ class Exercise(Check):
             got = result if part.index is None else result[part.index]
             want = ref[part.expected] if isinstance(part.expected, str) else part.expected(ref)
             with builds_on(*part.builds_on) if part.builds_on else nullcontext():
-                check_value(got, want, what=part_label(label, part.index, part.name),
+                check_value(got, want, what=label + part.suffix if part.suffix else
+                            part_label(label, part.index, part.name),
                             rel=part.rel, integer=part.integer,
                             mistakes=part.mistakes(ref) if part.mistakes else None)
+
+
+# --- shared words and names for lessons' checks ------------------------------------------------
+
+def heads_kind(n_heads: int, n_kv_heads: int) -> str:
+    """How a label names an attention layout without its sizes: multi-head (a key/value head
+    per query head), multi-query (one key/value head) or grouped-query attention."""
+    if n_kv_heads == n_heads:
+        return "multi-head attention (a key/value head per query head)"
+    return ("multi-query attention (one key/value head)" if n_kv_heads == 1
+            else "grouped-query attention")
+
+
+def dtype_name(bytes_per_number) -> str:
+    """The dtype course_lib's counters take for ``bytes_per_number`` (4: ``"fp32"``, 2:
+    ``"bf16"``, 1: ``"int8"``, 0.5: ``"int4"``, from :data:`course_lib.units.DTYPE_BYTES`);
+    ValueError for another number."""
+    from ..units import DTYPE_BYTES
+
+    names: dict = {}
+    for name, size in DTYPE_BYTES.items():
+        names.setdefault(size, name)
+    if bytes_per_number not in names:
+        raise ValueError(f"bytes_per_number={bytes_per_number!r} is not one of {sorted(names)}")
+    return names[bytes_per_number]
+
+
+def read_choice(x, what: str, options: Sequence[str]):
+    """``x`` read as one of ``options``: stripped, lower-case, ``_`` and runs of spaces as one
+    space (``" Keys_and  values"`` is ``"keys and values"``); else :class:`CheckFailed`
+    naming the options."""
+    norm = " ".join(x.strip().lower().replace("_", " ").split()) if isinstance(x, str) else x
+    if norm not in options:
+        raise CheckFailed(f"{what}: answer with one of {', '.join(map(repr, options))}, got {x!r:.60}")
+    return norm

@@ -27,3 +27,10 @@ def load(assignment: str) -> dict[str, dict[str, str]]:
     assignment has no hint file, ``tomllib.TOMLDecodeError`` naming the line if it is malformed."""
     with open(FOLDER / f"{assignment}.toml", "rb") as f:
         return tomllib.load(f)
+
+
+def named(words: dict[str, str], **values) -> dict:
+    """A check's named mistakes, ``{words[key]: value}`` for each ``key=value`` in the order
+    given (``words``: one exercise's table of :func:`load`); a value of None (a mistake this
+    input cannot show) is left out."""
+    return {words[key]: value for key, value in values.items() if value is not None}

@@ -1,21 +1,10 @@
-"""Checks for lesson 5, "Generation and the KV cache", on :mod:`course_lib.checks.exercise`.
+"""Checks for lesson 5, "Generation and the KV cache", declared on :mod:`.exercise`.
 
-Each check compares a learner's answer with an independent reference and names the likely
-mistake (values without keys, bits for bytes, multiply-adds for FLOPs, GB for GiB, query heads
-for key/value heads, the weights left out of the budget, ...) without showing the expected value:
-
-* generation with a KV cache against :meth:`course_lib.tiny_gpt.TinyGPT.generate` with
-  ``use_cache=False`` on seeded toy models; every call the loop makes to ``model.run`` is
-  recorded, so a loop that does not use the cache fails even when its tokens are right;
-* cache bytes and requests that fit against :mod:`course_lib.memory` (itself tested against
-  ``transformers`` on the meta device and the bytes a toy model's cache really holds);
-* FLOPs per weight byte, the ridge point and the decode batch at the ridge against their
-  definitions (a multiply-add is 2 FLOPs) and :data:`course_lib.units.ACCELERATORS`.
-
-Every function exercise's visible test also tries an input made at run time from a seeded
-``random.Random`` (:data:`RANDOM_TAG`); the learner's functions run through
-:func:`~course_lib.checks.exercise.call` (course_lib's counters refused).
-"""
+Generation is compared with ``TinyGPT.generate(use_cache=False)`` on seeded toy models, its
+calls to ``model.run`` recorded (a loop without the cache fails even with the right tokens);
+cache bytes and requests that fit with :mod:`course_lib.memory`; FLOPs per weight byte and the
+ridge point with their definitions (a multiply-add is 2 FLOPs).  Mistakes' words:
+``hints/lesson5.toml``; test-yourself answers: sealed."""
 from __future__ import annotations
 
 import math
@@ -25,57 +14,28 @@ from typing import Mapping, Sequence
 from ..cards import load_card
 from ..memory import kv_cache_bytes_per_sequence, requests_that_fit
 from ..params import count_params
-from ..shapes import ModelShape
+from ..shapes import llama_shape
 from ..units import ACCELERATORS, GB, GiB  # noqa: F401 (ACCELERATORS: the lesson's table)
-from . import CheckFailed, builds_on, check_close, check_sealed, check_value, is_shown
-from .exercise import RANDOM_TAG, call, label, merged as _merged
+from . import CheckFailed, builds_on, check_close, check_value, is_shown, on_hidden
+from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, Question, call, dtype_name, heads_kind,
+                       label, merged)
+from .hints import load as _load_hints, named
 from .sealed import load as _load_sealed
 
-SEALED = _load_sealed("lesson5")
-"""This assignment's sealed answers by salt (sealed_answers/lesson5.json)."""
-A100 = "A100 SXM 80GB"
-BYTES_16BIT = 2
-PREFILL_TOKENS = 512
-"""The lesson's prompt length for prefill."""
+SEALED, HINTS = _load_sealed("lesson5"), _load_hints("lesson5")
 SEVEN_B = dict(n_layers=32, n_heads=32, n_kv_heads=32, d_head=128)
 """The lesson's 7B-class shape (Llama 2 7B, Touvron et al., 2023): 32 layers, 32 heads of 128."""
-SEVEN_B_TOKENS = 8192
 RECAP = dict(card="Llama-2-13b-hf", n_tokens=4096, memory_gb=80, bytes_per_number=2,
-             accelerator=A100)
-"""The recap's service: Llama 2 13B at its full context of 4,096 tokens on one A100 SXM 80GB
-(80 × 10^9 bytes, course_lib.units' convention), weights and cache in 16-bit."""
-_DTYPE = {0.5: "int4", 1: "int8", 2: "bf16", 4: "fp32"}
+             accelerator="A100 SXM 80GB")
+"""The recap's service: Llama 2 13B at 4,096 tokens on one A100 SXM 80GB (80 × 10^9 bytes),
+weights and cache in 16-bit."""
 
 
-def _dtype(bytes_per_number) -> str:
-    if bytes_per_number not in _DTYPE:
-        raise ValueError(f"bytes_per_number={bytes_per_number!r} is not one of {sorted(_DTYPE)}")
-    return _DTYPE[bytes_per_number]
-
-
-def cache_shape(n_layers, n_heads, n_kv_heads, d_head) -> ModelShape:
-    """A Llama-style ModelShape with these attention numbers (the other sizes do not enter the
-    cache and are placeholders)."""
-    return ModelShape(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads,
-                      n_kv_heads=n_kv_heads, d_head=d_head, d_ff=4 * n_heads * d_head,
-                      d_vocab=32000, n_ctx=4096, mlp="swiglu", norm="rmsnorm",
-                      positions="rotary", qkv_bias=False, out_bias=False, mlp_bias=False,
-                      tied_embeddings=False, model_type="llama")
-
-
-def _heads_kind(n_heads, n_kv_heads) -> str:
-    if n_kv_heads == n_heads:
-        return "multi-head attention (a key/value head per query head)"
-    return ("multi-query attention (one key/value head)" if n_kv_heads == 1
-            else "grouped-query attention")
-
-
-def _each(fn, name: str, cases, visible, random_case, kinds=lambda case: ()):
-    """For each case: (case, the learner's ``fn(**case)``, the case's label)."""
-    for case in cases:
-        shown = is_shown(case, visible)
-        what = label(name, case, shown=shown, random=case == random_case, kinds=kinds(case))
-        yield case, call(fn, what, shown=shown, **case), what
+def cache_shape(n_layers, n_heads, n_kv_heads, d_head):
+    """A Llama-style ModelShape with these attention numbers (d_ff = 4·d_model, the rest
+    placeholders: they do not enter the cache)."""
+    return llama_shape(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads,
+                       n_kv_heads=n_kv_heads, d_ff=4 * n_heads * d_head)
 
 
 # --- exercise 1: generation with a cache --------------------------------------------------------
@@ -94,18 +54,15 @@ def _random_gen_case(r: random.Random) -> dict:
 
 RANDOM_GEN_CASE = _random_gen_case(random.Random("lesson5/generate_cached"))
 GEN_CASES = (dict(shape=dict(kind="gpt2", d_model=32, n_layers=2, n_heads=4, d_vocab=50,
-                             n_ctx=64), batch=2, prompt_len=6, n_new=12, seed=0),
-             RANDOM_GEN_CASE)
-"""Visible cases of :func:`check_generate_cached` (one made at run time)."""
+                             n_ctx=64), batch=2, prompt_len=6, n_new=12, seed=0), RANDOM_GEN_CASE)
 
 
 def toy_model(shape: Mapping, seed: int):
-    """A seeded TinyGPT for a generation case.  ``shape``: ``kind`` ("gpt2" or "llama") and the
-    keyword arguments of ``gpt2_shape`` / ``llama_shape``.  Weights ~ Normal(0, 0.5): wide
-    enough that greedy decoding does not settle on one token, so a stale cache shows."""
+    """A seeded TinyGPT: ``shape`` is ``kind`` ("gpt2" or "llama") and ``gpt2_shape`` /
+    ``llama_shape``'s keywords.  Weights ~ Normal(0, 0.5), so that a stale cache shows."""
     import torch
 
-    from ..shapes import gpt2_shape, llama_shape
+    from ..shapes import gpt2_shape
     from ..tiny_gpt import TinyGPT
 
     kw = dict(shape)
@@ -120,49 +77,11 @@ def _prompt(model, batch, prompt_len, seed):
                          generator=torch.Generator().manual_seed(1000 + seed))
 
 
-def _record_calls(model) -> list:
-    """Wrap ``model.run`` (this instance) to record (new tokens fed, positions already cached)
-    per call, and make ``model.generate`` fail.  Returns the list of calls."""
-    calls, run = [], model.run
-
-    def recorded(tokens, past_kvs=None, return_patterns=False):
-        calls.append((int(tokens.shape[1]), 0 if past_kvs is None else int(past_kvs[0][0].shape[2])))
-        return run(tokens, past_kvs, return_patterns)
-
-    def no_generate(*args, **kwargs):
-        raise CheckFailed("your function calls model.generate: write the loop yourself, with "
-                          "model.run(tokens, past_kvs)")
-
-    model.run, model.generate = recorded, no_generate
-    return calls
-
-
-def _diagnose_calls(calls, label, shown: bool = True) -> None:
-    if not calls:
-        raise CheckFailed(f"{label} never calls model.run (or model(...)): run the prompt "
-                          "through the model first, then one new token at a time")
-    if calls[0][1] != 0:
-        raise CheckFailed(f"{label}: the first call already has a cache: start with past_kvs=None")
-    for (n_prev, past_prev), (n, past) in zip(calls, calls[1:]):
-        if past == 0:
-            raise CheckFailed(f"{label} runs the whole sequence again at a step (no past_kvs): "
-                              "that is generation without a cache. After the prompt, feed only "
-                              "the newest token, with the kvs the previous call returned")
-        if n != 1:
-            raise CheckFailed(f"{label} feeds {n if shown else 'several'} tokens at a step after "
-                              "the prompt: with a cache, feed only the newest token (shape (batch, 1))")
-        if past != past_prev + n_prev:
-            raise CheckFailed(f"{label} passes a stale cache: at each step pass the kvs that "
-                              "the latest call returned (they include the token just added), "
-                              "not an earlier call's")
-
-
 def check_generate_cached(fn, cases: Sequence[Mapping] = GEN_CASES) -> None:
     """Check ``fn(model, prompt, n_new) -> tokens``: greedy generation with a KV cache on a
     TinyGPT and a (batch, pos) prompt, returning (batch, pos + n_new) tokens equal to
-    ``model.generate(prompt, n_new, use_cache=False)``; the calls to ``model.run`` must be a
-    cached loop's (the prompt once with no cache, then one token at a time with the latest
-    cache); ``model.generate`` may not be called.  Runs on one torch thread."""
+    ``model.generate(prompt, n_new, use_cache=False)``, by a cached loop (the prompt once with
+    no cache, then one token at a time with the latest cache).  Runs on one torch thread."""
     from ..training import num_threads
 
     with num_threads(1):
@@ -173,58 +92,62 @@ def check_generate_cached(fn, cases: Sequence[Mapping] = GEN_CASES) -> None:
 def _check_generate_case(fn, case: Mapping) -> None:
     import torch
 
-    model, s, n_new, p = toy_model(case["shape"], case["seed"]), case["shape"], case["n_new"], case["prompt_len"]
-    prompt = _prompt(model, case["batch"], p, case["seed"])
+    s, b, p, n_new = (case[k] for k in ("shape", "batch", "prompt_len", "n_new"))
+    model, shown = toy_model(s, case["seed"]), is_shown(case, GEN_CASES)
+    prompt = _prompt(model, b, p, case["seed"])
     expected = model.generate(prompt, n_new, use_cache=False)
-    shown = is_shown(case, GEN_CASES)
     sizes = "" if s == GEN_CASES[0]["shape"] else \
         "(" + ", ".join(f"{k}={v}" for k, v in s.items() if k != "kind") + ") "
-    what = (("" if case != RANDOM_GEN_CASE else RANDOM_TAG) + f"generate_cached on a {s['kind']} "
-            f"toy model {sizes}(batch {case['batch']}, prompt of {p}, n_new={n_new})" if shown else
-            label("generate_cached", {}, shown=False, kinds=(
-                f"a {s['kind']} toy model", _heads_kind(s["n_heads"], s.get("n_kv_heads", s["n_heads"])),
-                "a one-token prompt" if p == 1 else "")))
-    calls = _record_calls(model)
-    got = call(fn, what, model, prompt.clone(), n_new, shown=shown)
+    what = ((RANDOM_TAG if case == RANDOM_GEN_CASE else "") + f"generate_cached on a {s['kind']} "
+            f"toy model {sizes}(batch {b}, prompt of {p}, n_new={n_new})" if shown else
+            on_hidden("generate_cached", f"a {s['kind']} toy model", heads_kind(
+                s["n_heads"], s.get("n_kv_heads", s["n_heads"])), "a one-token prompt" if p == 1 else ""))
 
-    def fail(text):
-        raise CheckFailed(what + text)
+    def fail(key, **fields):
+        raise CheckFailed(HINTS["generate_cached"][key].format(what=what, **fields))
+
+    calls, run = [], model.run  # per call of model.run: (tokens fed, positions already cached)
+
+    def recorded(tokens, past_kvs=None, return_patterns=False):
+        calls.append((int(tokens.shape[1]), 0 if past_kvs is None else int(past_kvs[0][0].shape[2])))
+        return run(tokens, past_kvs, return_patterns)
+    model.run, model.generate = recorded, lambda *args, **kwargs: fail("calls_generate")
+    got = call(fn, what, model, prompt.clone(), n_new, shown=shown)
     if not isinstance(got, torch.Tensor):
-        fail(f": return a tensor of token ids (batch, pos + n_new), got {type(got).__name__}")
+        fail("not_tensor", type=type(got).__name__)
     if got.dtype.is_floating_point or got.dtype.is_complex or got.dtype == torch.bool:
-        fail(f": return integer token ids (torch.long, as the prompt), got a tensor of {got.dtype}")
-    want = f" = ({case['batch']}, {p + n_new}), got {tuple(got.shape)}" if shown else ""
-    if got.dim() != 2 or got.shape[0] != case["batch"]:
-        fail(f": return shape (batch, pos + n_new){want}")
-    width = got.shape[1]
+        fail("not_integer", dtype=got.dtype)
+    want = f" = ({b}, {p + n_new}), got {tuple(got.shape)}" if shown else ""
+    width = got.shape[1] if got.dim() == 2 and got.shape[0] == b else None  # None: a wrong shape
     if width == n_new:
-        fail(" returns only the new tokens: return the prompt followed by them")
+        fail("new_only")
     if width in (p + n_new - 1, p + n_new + 1):
-        fail(f" returns {f'{width - p} new tokens, not {n_new}' if shown else 'one new token too ' + ('many' if width > p + n_new else 'few')}"
-             ": an off-by-one in the loop")
+        fail("off_by_one", count=f"{width - p} new tokens, not {n_new}" if shown else
+             "one new token too " + ("many" if width > p + n_new else "few"))
     if width != p + n_new:
-        fail(f": return shape (batch, pos + n_new){want}")
+        fail("shape", want=want)
     if not torch.equal(got[:, :p], prompt):
-        fail(": the result must start with the prompt, unchanged")
-    _diagnose_calls(calls, what, shown)
+        fail("prompt_changed")
+    if not calls or calls[0][1] != 0:
+        fail("first_cached" if calls else "never_runs")
+    for (n0, past0), (n, past) in zip(calls, calls[1:]):
+        if past == 0 or n != 1 or past != past0 + n0:
+            fail("no_cache" if past == 0 else "several" if n != 1 else "stale", n=n if shown else "several")
     if len(calls) > n_new + 1:
-        fail(f" calls the model {f'{len(calls)} times' if shown else 'too often'}: once for the "
-             "prompt and once per new token is enough")
+        fail("too_many_calls", times=f"{len(calls)} times" if shown else "too often")
     if not torch.equal(got, expected):
-        fail(": the new tokens differ from greedy generation without a cache. Pick each token "
-             "as the argmax of the logits at the last position, logits[:, -1], and append it to every row")
+        fail("differ")
     # Passed: publish what was decided (records for the grader), the same for any right loop.
-    not_cached = sum(1 for (n0, p0), (n, past) in zip(calls, calls[1:]) if n != 1 or past != p0 + n0)
+    not_cached = sum(n != 1 or past != p0 + n0 for (n0, p0), (n, past) in zip(calls, calls[1:]))
     check_value(not_cached, 0, what=f"{what}: steps not fed one token with the latest cache", integer=True)
     check_close(got, expected, what=f"{what}: the tokens", rtol=0.0, atol=0.0)
 
 
-# --- exercise 2: the size of the cache ----------------------------------------------------------
+# --- exercises 2 to 4: the cache's bytes, FLOPs per weight byte, the ridge point ----------------
 
 def _random_kv_case(seed: str = "lesson5/kv_cache_size") -> dict:
-    """A cache shape drawn at run time from ``random.Random(seed)``: 1 to 8 key/value heads, each
-    serving 1, 2 or 4 query heads, 2 to 40 layers, d_head 32 to 128, 100 to 20,000 tokens, 1, 2
-    or 4 bytes a number."""
+    """A cache shape drawn from ``random.Random(seed)``: 1 to 8 key/value heads, each serving 1,
+    2 or 4 query heads, 2 to 40 layers, d_head 32 to 128, 100 to 20,000 tokens, 1, 2 or 4 bytes."""
     rng = random.Random(seed)
     n_kv = rng.choice((1, 2, 4, 8))
     return dict(n_layers=rng.randint(2, 40), n_heads=n_kv * rng.choice((1, 2, 4)), n_kv_heads=n_kv,
@@ -233,129 +156,84 @@ def _random_kv_case(seed: str = "lesson5/kv_cache_size") -> dict:
 
 
 RANDOM_KV_CASE = _random_kv_case()
-KV_CASES = (dict(SEVEN_B, n_tokens=SEVEN_B_TOKENS, bytes_per_number=BYTES_16BIT),
-            dict(n_layers=32, n_heads=32, n_kv_heads=8, d_head=128, n_tokens=8192,
-                 bytes_per_number=2),
-            RANDOM_KV_CASE)
-"""Visible cases of :func:`check_kv_cache_size`: the 7B-class shape, Llama 3 8B's (8 key/value
-heads), and a shape made at run time."""
+KV_CASES = (dict(SEVEN_B, n_tokens=8192, bytes_per_number=2),  # and Llama 3 8B's 8 kv heads
+            dict(SEVEN_B, n_kv_heads=8, n_tokens=8192, bytes_per_number=2), RANDOM_KV_CASE)
 
 
 def kv_cache_expected(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number) -> int:
     """course_lib's bytes for one sequence's cache of this shape."""
     return kv_cache_bytes_per_sequence(cache_shape(n_layers, n_heads, n_kv_heads, d_head),
-                                       n_tokens, _dtype(bytes_per_number))
+                                       n_tokens, dtype_name(bytes_per_number))
 
 
-def kv_mistakes(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number) -> dict:
-    """``{diagnosis: wrong bytes}`` for the usual slips in a cache size."""
-    kv = kv_cache_expected(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number)
-    q = kv * n_heads / n_kv_heads
-    query_heads = {} if n_heads == n_kv_heads else {
-        "that uses the query heads (n_heads); the cache holds the key/value heads "
-        "(n_kv_heads)": q,
-        "that uses the query heads instead of the key/value heads, and counts keys but not "
-        "values": q / 2}
-    return _merged({
-        "the cache keeps a key AND a value for each token: a factor 2 is missing": kv / 2,
-        **query_heads,
-        "that counts bits (8 per byte); the question asks for bytes": 8 * kv,
-        "that is a count of numbers; multiply by bytes_per_number for bytes": kv / bytes_per_number,
-        "every layer keeps its own keys and values: multiply by n_layers": kv / n_layers,
-        "that is one token's cache; multiply by n_tokens": kv / n_tokens,
-        "that is in GiB; the question asks for bytes": kv / GiB,
-        "that is in GB; the question asks for bytes": kv / GB})
+def _kv_mistakes(r) -> dict:
+    kv = r["value"]
+    q = None if r["n_heads"] == r["n_kv_heads"] else kv * r["n_heads"] / r["n_kv_heads"]
+    return merged(named(HINTS["kv_cache_size"], values=kv / 2, query_heads=q,
+                        query_heads_keys=q / 2 if q else None, bits=8 * kv, numbers=kv / r["bytes_per_number"],
+                        one_layer=kv / r["n_layers"], one_token=kv / r["n_tokens"], gib=kv / GiB,
+                        gb=kv / GB))
 
 
-def check_kv_cache_size(fn, cases: Sequence[Mapping] = KV_CASES) -> None:
-    """Check ``fn(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number)``: the
-    bytes of one sequence's KV cache, against ``memory.kv_cache_bytes_per_sequence``."""
-    for case, got, what in _each(fn, "kv_cache_size", cases, KV_CASES, RANDOM_KV_CASE,
-                                 lambda c: (_heads_kind(c["n_heads"], c["n_kv_heads"]),)):
-        check_value(got, kv_cache_expected(**case), what=what, rel=1e-9, mistakes=kv_mistakes(**case))
+check_kv_cache_size = Exercise(
+    "kv_cache_size", Inputs(KV_CASES[:2], KV_CASES[2:], kinds=lambda c: [heads_kind(
+        c["n_heads"], c["n_kv_heads"])]), lambda a: {"value": kv_cache_expected(**a)},
+    [Part(rel=1e-9, mistakes=_kv_mistakes)], fixed_note=False)
+"""``kv_cache_size(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per_number)``: bytes
+of one sequence's KV cache, against ``memory.kv_cache_bytes_per_sequence``."""
 
-
-# --- exercise 3: FLOPs per byte of weights ------------------------------------------------------
-
-RANDOM_INTENSITY_CASE = (lambda rng: dict(n_tokens=rng.randint(2, 4000),
-                                           bytes_per_number=rng.choice((1, 4))))(
-    random.Random("lesson5/flops_per_weight_byte"))
-"""A pass made at run time (seeded): 2 to 4,000 tokens, 1 or 4 bytes a number."""
+_r = random.Random("lesson5/flops_per_weight_byte")
+RANDOM_INTENSITY_CASE = dict(n_tokens=_r.randint(2, 4000), bytes_per_number=_r.choice((1, 4)))
 INTENSITY_CASES = (dict(n_tokens=1, bytes_per_number=2), dict(n_tokens=512, bytes_per_number=2),
                    RANDOM_INTENSITY_CASE)
+check_flops_per_weight_byte = Exercise(
+    "flops_per_weight_byte", Inputs(INTENSITY_CASES[:2], INTENSITY_CASES[2:], hidden=""),
+    lambda a: {"n": a["n_tokens"], "b": a["bytes_per_number"]}, [Part(
+        expected=lambda r: 2 * r["n"] / r["b"], rel=1e-9, mistakes=lambda r: merged(named(
+            HINTS["flops_per_weight_byte"], macs=r["n"] / r["b"], bits=2 * r["n"] / (8 * r["b"]),
+            no_reuse=2 / r["b"], inverted=r["b"] / (2 * r["n"]), times_bytes=2 * r["n"] * r["b"])))],
+    fixed_note=False)
+"""``flops_per_weight_byte(n_tokens, bytes_per_number)``: FLOPs per byte of weights when one
+pass handles n_tokens tokens, each weight read once and used in one multiply-add (2 FLOPs) per
+token: 2·n_tokens / bytes_per_number."""
+
+_r = random.Random("lesson5/ridge_point")
+RIDGE_CASES = (dict(peak_flops=312e12, bandwidth=2.039e12, bytes_per_number=2),  # an A100, 16-bit
+               dict(peak_flops=_r.choice((100e12, 400e12, 1979e12, 2250e12)),
+                    bandwidth=_r.choice((1e12, 1.6e12, 4e12, 8e12)), bytes_per_number=_r.choice((1, 4))))
+RANDOM_RIDGE_CASE = RIDGE_CASES[1]
 
 
-def check_flops_per_weight_byte(fn, cases: Sequence[Mapping] = INTENSITY_CASES) -> None:
-    """Check ``fn(n_tokens, bytes_per_number)``: FLOPs per byte of weights when one pass handles
-    ``n_tokens`` tokens, each weight read once and used in one multiply-add (2 FLOPs) per
-    token: 2·n_tokens / bytes_per_number."""
-    for case, got, what in _each(fn, "flops_per_weight_byte", cases, INTENSITY_CASES,
-                                 RANDOM_INTENSITY_CASE):
-        n, b = case["n_tokens"], case["bytes_per_number"]
-        check_value(got, 2 * n / b, what=what, rel=1e-9, mistakes=_merged({
-            "that counts multiply-adds; FLOPs = 2 × multiply-adds": n / b,
-            "that divides by bits (8 per byte); the question asks per byte": 2 * n / (8 * b),
-            "a weight read once serves every token of the pass: the FLOPs grow with n_tokens, "
-            "the bytes do not": 2 / b,
-            "that is bytes per FLOP: divide FLOPs by bytes": b / (2 * n),
-            "that multiplies by bytes_per_number; divide by it (more bytes a weight means "
-            "fewer FLOPs per byte)": 2 * n * b}))
+def _ridge(a) -> dict:
+    P, W, b, h = a["peak_flops"], a["bandwidth"], a["bytes_per_number"], HINTS["ridge_point"]
+    ridge = P / W
+    return dict(ridge=ridge, batch=ridge * b / 2, ridge_mistakes=named(
+        h, inverted=W / P, tib=P / (W * 2**40 / 1e12), half_peak=P / 2 / W, bits_per_second=P / (8 * W)),
+        batch_mistakes=merged(named(h, batch_macs=ridge * b, batch_is_ridge=ridge,
+                                    batch_bits=ridge * 8 * b / 2, batch_upside_down=ridge * 2 / b)))
 
 
-# --- exercise 4: the ridge point ----------------------------------------------------------------
-
-RANDOM_RIDGE_CASE = (lambda r: dict(peak_flops=r.choice((100e12, 400e12, 1979e12, 2250e12)),
-                                     bandwidth=r.choice((1e12, 1.6e12, 4e12, 8e12)),
-                                     bytes_per_number=r.choice((1, 4))))(
-    random.Random("lesson5/ridge_point"))
-"""An accelerator and a width made at run time (seeded)."""
-RIDGE_CASES = (dict(peak_flops=312e12, bandwidth=2.039e12, bytes_per_number=2),
-               RANDOM_RIDGE_CASE)
-"""Visible cases of :func:`check_ridge_point`: the A100 at 16-bit, and one made at run time."""
-
-
-def check_ridge_point(fn, cases: Sequence[Mapping] = RIDGE_CASES) -> None:
-    """Check ``fn(peak_flops, bandwidth, bytes_per_number) -> (ridge, batch)``: the ridge point
-    peak / bandwidth (FLOP per byte), and the decode batch whose FLOPs per weight byte reach it
-    (B sequences do 2·B / bytes_per_number FLOPs per weight byte): ridge · bytes_per_number / 2."""
-    for case, result, what in _each(fn, "ridge_point", cases, RIDGE_CASES, RANDOM_RIDGE_CASE):
-        if not isinstance(result, (tuple, list)) or len(result) != 2:
-            raise CheckFailed(f"{what}: return 2 numbers, (ridge, batch), got "
-                              f"{type(result).__name__} {result!r:.60}")
-        P, W, b = case["peak_flops"], case["bandwidth"], case["bytes_per_number"]
-        ridge = P / W
-        check_value(result[0], ridge, what=f"{what}[0], the ridge point", rel=1e-6, mistakes={
-            "that is bandwidth ÷ peak (bytes per FLOP): the ridge is peak ÷ bandwidth, in FLOP "
-            "per byte": W / P,
-            "that reads TB/s as TiB/s (2^40 bytes); the data sheet's TB is 10^12 bytes":
-                P / (W * 2**40 / 1e12),
-            "that halves the peak (multiply-adds per second); the ridge uses FLOP/s": P / 2 / W,
-            "that divides by bits per second; the bandwidth is in bytes": P / (8 * W)})
-        with builds_on("flops_per_weight_byte"):
-            check_value(result[1], ridge * b / 2, what=f"{what}[1], the decode batch at the ridge",
-                        rel=0.005, mistakes=_merged({
-                            "a batch of B sequences does 2·B FLOPs per weight read, not B: that "
-                            "counts multiply-adds as FLOPs": ridge * b,
-                            "that is the ridge itself; the decode batch at the ridge is ridge × "
-                            "bytes_per_number / 2 (the same only at 2 bytes a number)": ridge,
-                            "that counts bits (8 per byte) for the weights": ridge * 8 * b / 2,
-                            "a bigger batch raises the FLOPs per byte; solve 2·B / "
-                            "bytes_per_number = ridge for B": ridge * 2 / b}))
+check_ridge_point = Exercise(
+    "ridge_point", Inputs(RIDGE_CASES[:1], RIDGE_CASES[1:], hidden=""), _ridge, returns="ridge, batch",
+    parts=[Part(0, expected="ridge", rel=1e-6, mistakes=lambda r: r["ridge_mistakes"],
+                suffix="[0], the ridge point"),
+           Part(1, expected="batch", rel=0.005, mistakes=lambda r: r["batch_mistakes"],
+                builds_on=("flops_per_weight_byte",), suffix="[1], the decode batch at the ridge")],
+    fixed_note=False)
+"""``ridge_point(peak_flops, bandwidth, bytes_per_number) -> (ridge, batch)``: peak / bandwidth
+(FLOP per byte), and the decode batch whose FLOPs per weight byte, 2·B / bytes_per_number,
+reach it: ridge · bytes_per_number / 2."""
 
 
 # --- exercise 5: requests that fit --------------------------------------------------------------
 
-RANDOM_REQUEST_CASE = (lambda r: dict(card=r.choice(("Llama-2-7b-hf", "Llama-2-13b-hf")),
-                                       memory_gb=r.choice((40, 48, 94, 141)),
-                                       n_tokens=r.randint(256, 4096),
-                                       bytes_per_number=r.choice((1, 2))))(
-    random.Random("lesson5/requests_fit"))
-"""A card, a memory, a context and a width made at run time (seeded)."""
+_r = random.Random("lesson5/requests_fit")
 REQUEST_CASES = (dict(card="Llama-2-7b-hf", memory_gb=80, n_tokens=4096, bytes_per_number=2),
-                 RANDOM_REQUEST_CASE)
-"""Visible cases of :func:`check_requests_fit`: a shipped card (no sliding window, so every
-token is kept), the memory in GB (10^9 bytes, as a data sheet states it: course_lib.units'
-convention), the context length and the bytes per number of weights and cache."""
+                 dict(card=_r.choice(("Llama-2-7b-hf", "Llama-2-13b-hf")), memory_gb=_r.choice(
+                     (40, 48, 94, 141)), n_tokens=_r.randint(256, 4096), bytes_per_number=_r.choice((1, 2))))
+"""A card without a sliding window, the memory in GB (10^9 bytes, as a data sheet states it),
+the context and the bytes per number; the second made at run time."""
+RANDOM_REQUEST_CASE = REQUEST_CASES[1]
 
 
 def request_args(card, memory_gb, n_tokens, bytes_per_number) -> dict:
@@ -371,32 +249,23 @@ def request_args(card, memory_gb, n_tokens, bytes_per_number) -> dict:
 
 def requests_expected(card, memory_gb, n_tokens, bytes_per_number) -> int:
     """course_lib's requests that fit for a case."""
-    return requests_that_fit(load_card(card), n_tokens, int(memory_gb * GB), _dtype(bytes_per_number))
+    return requests_that_fit(load_card(card), n_tokens, int(memory_gb * GB), dtype_name(bytes_per_number))
 
 
-def request_mistakes(memory_gb, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
-                     bytes_per_number) -> dict:
-    """``{diagnosis: wrong count}`` for the usual slips, from the learner's arguments."""
-    b = bytes_per_number
-    mem, weights = memory_gb * GB, n_params * b
-    cache = 2 * n_layers * n_kv_heads * d_head * n_tokens * b
+def _request_mistakes(memory_gb, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
+                      bytes_per_number) -> dict:
+    mem, weights = memory_gb * GB, n_params * bytes_per_number
+    cache = 2 * n_layers * n_kv_heads * d_head * n_tokens * bytes_per_number
 
     def fit(memory, w, c):
         return max(0, math.floor((memory - w) / c))
 
-    query_heads = {} if n_heads == n_kv_heads else {
-        "the cache uses the key/value heads (n_kv_heads), not the query heads":
-            fit(mem, weights, cache * n_heads / n_kv_heads)}
-    return _merged({
-        "the weights must fit too: subtract their bytes from the memory first":
-            math.floor(mem / cache),
-        "the memory is in GB (10^9 bytes, as the data sheet states it), not GiB (2^30 bytes)":
-            fit(memory_gb * GiB, weights, cache),
-        **query_heads,
-        "the cache keeps keys and values: its size has a factor 2": fit(mem, weights, cache / 2),
-        "count whole requests: round down, a request does not fit in part":
-            math.ceil((mem - weights) / cache) if mem > weights else 0,
-        "the weights are n_params × bytes_per_number bytes": fit(mem, n_params, cache)})
+    return merged(named(
+        HINTS["requests_fit"], no_weights=math.floor(mem / cache), gib=fit(memory_gb * GiB, weights, cache),
+        query_heads=None if n_heads == n_kv_heads else fit(mem, weights, cache * n_heads / n_kv_heads),
+        values=fit(mem, weights, cache / 2),
+        round_up=math.ceil((mem - weights) / cache) if mem > weights else 0,
+        params_as_bytes=fit(mem, n_params, cache)))
 
 
 def check_requests_fit(fn, cases: Sequence[Mapping] = REQUEST_CASES) -> None:
@@ -407,62 +276,32 @@ def check_requests_fit(fn, cases: Sequence[Mapping] = REQUEST_CASES) -> None:
         args, shown = request_args(**case), is_shown(case, REQUEST_CASES)
         what = label("requests_fit", args, shown=shown, random=case == RANDOM_REQUEST_CASE, kinds=(
             f"a card of model_type {load_card(case['card']).model_type}",
-            _heads_kind(args["n_heads"], args["n_kv_heads"])))
-        what += f" ({case['card']})" if shown else ""
+            heads_kind(args["n_heads"], args["n_kv_heads"]))) + (f" ({case['card']})" if shown else "")
         got = call(fn, what, shown=shown, **args)
         got = int(got) if isinstance(got, float) and got.is_integer() else got
         if isinstance(got, (int, float)) and not isinstance(got, bool) and got < 0:
-            raise CheckFailed(f"{what} is negative: when the weights alone do not fit, no "
-                              "request fits (0)")
+            raise CheckFailed(HINTS["requests_fit"]["negative"].format(what=what))
         with builds_on("kv_cache_size"):
             check_value(got, requests_expected(**case), what=what, integer=True,
-                        mistakes=request_mistakes(**args))
+                        mistakes=_request_mistakes(**args))
 
 
-# --- test yourself and the recap ----------------------------------------------------------------
-# Sealed (course_lib.checks.sealed): salted hashes of the forms that count as right and of those
-# the usual mistakes give.  Tolerances: tys1_cache_gib 1 %, the two FLOPs per byte 3 % (the
-# lesson's round figures and course_lib's exact counts for a 7B shape both pass), the recap's
-# requests exact.  Regenerate with ``python -m course_lib.checks.seal`` (salt lesson5/<what>).
+# --- test yourself and the recap (sealed_answers/lesson5.json) --------------------------------------
+# tys1_cache_gib to 1 %, the two FLOPs per byte to 3 % (the lesson's round figures and
+# course_lib's exact counts for a 7B shape both pass), the recap's requests exact.
 
-HOLDS = ("keys and values", "keys", "queries, keys and values", "attention weights")
 BOUNDS = ("memory", "compute")
-
-
-def _choice(x, what: str, options) -> str:
-    """``x`` as one of ``options`` (case, spaces and ``_`` as written there), or CheckFailed."""
-    norm = " ".join(x.strip().lower().replace("_", " ").split()) if isinstance(x, str) else x
-    if norm not in options:
-        raise CheckFailed(f"{what}: answer with one of {', '.join(map(repr, options))}, got {x!r:.60}")
-    return norm
-
-
-def check_tys1(holds, cache_gib) -> None:
-    """Test-yourself 1: what a KV cache holds, and the 7B-class cache at 8,192 tokens in 16-bit,
-    in GiB (both sealed)."""
-    check_sealed(_choice(holds, "tys1_holds", HOLDS), SEALED['lesson5/tys1_holds'])
-    with builds_on("kv_cache_size"):
-        check_sealed(cache_gib, SEALED['lesson5/tys1_cache_gib'])
-
-
-def check_tys2(decode_flops_per_byte, prefill_flops_per_byte, decode_bound, prefill_bound) -> None:
-    """Test-yourself 2: FLOPs per weight byte of one decode step and of a 512-token prefill in
-    16-bit, and what limits each on an A100 ("memory" or "compute").  All sealed."""
-    with builds_on("flops_per_weight_byte"):
-        check_sealed(decode_flops_per_byte, SEALED['lesson5/tys2_decode_flops_per_byte'])
-        check_sealed(prefill_flops_per_byte, SEALED['lesson5/tys2_prefill_flops_per_byte'])
-    check_sealed(_choice(decode_bound, "tys2_decode_bound", BOUNDS), SEALED['lesson5/tys2_decode_bound'])
-    check_sealed(_choice(prefill_bound, "tys2_prefill_bound", BOUNDS), SEALED['lesson5/tys2_prefill_bound'])
-
-
-def check_recap(requests, bound) -> None:
-    """The recap's question for :data:`RECAP`: how many requests fit beside the weights, and
-    whether decoding all of them in one batch is limited by "memory" or "compute" on the A100
-    (the weights' FLOPs per byte against the ridge point).  Both sealed."""
-    with builds_on("requests_fit"):
-        check_sealed(requests, SEALED['lesson5/recap_requests'])
-    check_sealed(_choice(bound, "recap_bound", BOUNDS), SEALED['lesson5/recap_bound'])
-
+check_tys1 = Question([SEALED[f"lesson5/tys1_{k}"] for k in ("holds", "cache_gib")], ("kv_cache_size",),
+                      {0: ("keys and values", "keys", "queries, keys and values", "attention weights")})
+"""What a KV cache holds; the 7B-class cache at 8,192 tokens in 16-bit, in GiB."""
+check_tys2 = Question([SEALED[f"lesson5/tys2_{k}"] for k in ("decode_flops_per_byte", "prefill_flops_per_byte",
+                       "decode_bound", "prefill_bound")], ("flops_per_weight_byte",), {2: BOUNDS, 3: BOUNDS})
+"""FLOPs per weight byte of one decode step and of a 512-token prefill in 16-bit, and what
+limits each on an A100 ("memory" or "compute")."""
+check_recap = Question([SEALED["lesson5/recap_requests"], SEALED["lesson5/recap_bound"]],
+                       ("requests_fit",), {1: BOUNDS})
+"""The recap (:data:`RECAP`): the requests that fit beside the weights, and whether decoding
+all of them in one batch is limited by "memory" or "compute" on the A100."""
 
 from .tutor import announce as _announce  # noqa: E402
 
