@@ -44,14 +44,10 @@ RECAP_KEYS = ("block_flops", "attention_share", "score_bytes_per_layer")
 MACS_KEYS = ("attention_scores", "weights")
 
 
-def _heads(r: random.Random, widths=(4, 8, 12, 16)) -> dict:
-    h = r.randint(1, 4)
-    return dict(d_model=h * r.choice(widths), n_heads=h)
-
-
 RANDOM_CASES = {name: draw(random.Random(f"lesson4/{name}")) for name, draw in dict(
-    permutation=lambda r: dict(**_heads(r), batch=r.randint(1, 3), pos=r.randint(4, 9),
-                               causal=r.random() < 0.5, positions="none", seed=r.randint(10, 999)),
+    permutation=lambda r: (lambda h: dict(d_model=h * r.choice((4, 8, 12, 16)), n_heads=h, batch=r.randint(1, 3),
+                                          pos=r.randint(4, 9), causal=r.random() < 0.5, positions="none",
+                                          seed=r.randint(10, 999)))(r.randint(1, 4)),
     rotary=lambda r: dict(shape=(r.randint(1, 2), r.randint(1, 3), r.randint(3, 9), 2 * r.randint(2, 24)),
                           start=r.randint(1, 3000), base=r.choice((50_000.0, 500_000.0, 1_000_000.0)),
                           seed=r.randint(10, 999)),
@@ -91,18 +87,16 @@ TILED_CASES = (dict(shape=(1, 2, 40, 8), causal=False, block=16, seed=0),
 RECAP_CASES = (dict(d_model=768, n_layers=12, n_heads=12, n_tokens=1024), RANDOM_CASES["longest_input"])
 CROSSOVER_D_MODELS = (768, RANDOM_CASES["crossover"])
 
-VENDOR_QUESTIONS = {
-    "a": "What are latency and cost per request with an input of 128,000 tokens?",
-    "b": "How accurate is it at 128,000 tokens when the fact it needs sits at the start, "
-         "in the middle, or at the end of the input?",
-    "c": "Was it trained at 128,000 tokens, or trained shorter and extended afterwards?",
-    "d": "Does the serving stack use tiled attention (FlashAttention or similar), or does it "
-         "build the full score matrix?",
-    "e": "How many parameters does the model have in its embedding table?",
-    "f": "How fast is it on a 200-token prompt?",
-    "g": "Does it use LayerNorm or RMSNorm?",
-    "h": "How accurate is it at 128,000 tokens when the fact it needs is always at the end?",
-}
+VENDOR_QUESTIONS = dict(
+    a="What are latency and cost per request with an input of 128,000 tokens?",
+    b="How accurate is it at 128,000 tokens when the fact it needs sits at the start, in the middle, "
+      "or at the end of the input?",
+    c="Was it trained at 128,000 tokens, or trained shorter and extended afterwards?",
+    d="Does the serving stack use tiled attention (FlashAttention or similar), or does it build the "
+      "full score matrix?",
+    e="How many parameters does the model have in its embedding table?", f="How fast is it on a 200-token prompt?",
+    g="Does it use LayerNorm or RMSNorm?",
+    h="How accurate is it at 128,000 tokens when the fact it needs is always at the end?")
 """The list the vendor test-yourself question picks from (letter -> question)."""
 
 
@@ -190,28 +184,21 @@ def _counts(fn, cases, visible, name: str, order: Sequence[str], parts: Callable
 
 # --- 1. attention cannot see order -----------------------------------------------------------
 
-def make_block(d_model: int, n_heads: int, causal: bool, positions: str = "none",
-               seed: int = 0) -> TransformerBlock:
-    """A GPT-2-style block in eval mode with random weights from ``seed``; ``positions="rotary"``
-    rotates queries and keys inside attention (other kinds add nothing inside a block)."""
-    shape = gpt2_shape(d_model=d_model, n_layers=1, n_heads=n_heads, d_vocab=1, n_ctx=1)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        block = TransformerBlock(shape.with_(positions=positions), causal=causal)
-    return block.eval()
-
-
 def permutation_case(case: Mapping):
-    """(block, x (batch, pos, d_model), perm): a permutation of the positions that is not its
-    own inverse (so using the inverse by mistake shows)."""
-    block = make_block(case["d_model"], case["n_heads"], case["causal"], case.get("positions", "none"),
-                       case["seed"])
+    """(block, x (batch, pos, d_model), perm): a GPT-2-style block in eval mode with random weights
+    from the seed (``positions="rotary"`` rotates queries and keys inside attention; other kinds add
+    nothing inside a block), and a permutation that is not its own inverse (so using the inverse
+    by mistake shows)."""
+    shape = gpt2_shape(d_model=case["d_model"], n_layers=1, n_heads=case["n_heads"], d_vocab=1, n_ctx=1)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(case["seed"])
+        block = TransformerBlock(shape.with_(positions=case.get("positions", "none")), causal=case["causal"])
     g = torch.Generator().manual_seed(1000 + case["seed"])
     x = torch.randn(case["batch"], case["pos"], case["d_model"], generator=g)
     perm = torch.randperm(case["pos"], generator=g)
     while bool((perm[perm] == torch.arange(case["pos"])).all()):  # an involution (or identity)
         perm = torch.roll(perm, 1)
-    return block, x, perm
+    return block.eval(), x, perm
 
 
 def check_commutes(fn, cases: Sequence[Mapping] = PERMUTATION_CASES) -> None:
@@ -285,10 +272,9 @@ def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
         if got.dtype != x.dtype:
             raise CheckFailed(f"{what}: return the dtype of x ({x.dtype}), got {got.dtype}")
         if _compare(got, expected, what, 1e-4, lambda: _named(
-                "rotary", unrotated=x.double(), sign=_rotate(x, positions, base, sign=-1.0),
-                interleaved=_rotate(x, positions, base, interleaved=True),
-                repeat_interleave=_rotate(x, positions, base, repeat_interleave=True),
-                half_exponent=_rotate(x, positions, base, half_exponent=True),
+                "rotary", unrotated=x.double(), sign=_rotate(x, positions, base, sign=-1.0), **{
+                    k: _rotate(x, positions, base, **{k: True}) for k in (
+                        "interleaved", "repeat_interleave", "half_exponent")},
                 positions_ignored=_rotate(x, torch.arange(rows), base), base_ignored=_rotate(x, positions, 1e4))):
             continue
         norm_kept = close(got.norm(dim=-1), x.norm(dim=-1), rtol=1e-4, atol=1e-4)
