@@ -4,7 +4,7 @@ The learner's ``size_card(config, context, gpu_memory_bytes, dtype)`` reads a Hu
 ``config.json`` of one of :data:`FAMILIES`; expected values come from course_lib
 (``cards.shape_from_config``, then ``params`` and ``memory``; tests/test_params.py and
 tests/test_capstone_cards.py check them against ``transformers``).  A failure names the likely
-mistake (words in hints/capstone.toml) without the expected value; fixed answers are sealed.
+mistake (its words in hints/capstone.toml) without the expected value; fixed answers are sealed.
 """
 from __future__ import annotations
 
@@ -14,58 +14,49 @@ from typing import Callable, Mapping, Sequence
 
 from .. import units
 from ..cards import card_config, card_names, shape_from_config
-from ..memory import (kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, requests_that_fit,
-                      weight_bytes)
+from ..memory import kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, requests_that_fit, weight_bytes
 from ..params import count_params, mlp_params
 from ..units import GB, GiB, dtype_bytes
-from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_sealed,
-               check_value, is_shown, on_hidden, own_work, watch_calls)
+from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_sealed, check_value,
+               is_shown, on_hidden, own_work, watch_calls)
 from .exercise import Question, merged
 from .hints import load as _load_hints
 from .sealed import load as _load_sealed
 
 SEALED, HINTS = _load_sealed("capstone"), _load_hints("capstone")
 """This assignment's sealed answers by salt, and the words of its named mistakes."""
-
-FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma",
+FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma",  # six of 2023-24, five of 2025-26
             "qwen3", "qwen3_moe", "gemma3_text", "deepseek_v2", "deepseek_v3")
-"""The ``model_type`` values ``size_card`` must read: six of 2023-24, five of 2025-26."""
-SIZE_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "requests_that_fit")
+"""The ``model_type`` values ``size_card`` must read; SHIPPED: every shipped card of them."""
 SHIPPED = tuple(n for n in card_names() if card_config(n)["model_type"] in FAMILIES)
-"""Every shipped card of :data:`FAMILIES` (the hidden tests size them all)."""
-ACCELERATORS = units.ACCELERATORS
-"""Accelerators with their data-sheet memory and its source (course_lib/accelerators.json)."""
-ACCELERATOR = "H200 SXM"
+SIZE_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "requests_that_fit")
+ACCELERATORS, ACCELERATOR, ACCELERATOR_BYTES = units.ACCELERATORS, "H200 SXM", units.H100_SXM_BYTES
 ACCELERATOR_MEMORY = ACCELERATORS[ACCELERATOR].memory_bytes
-"""The scenario's NVIDIA H200: 141 GB of HBM3e on its data sheet, 141 × 10^9 bytes."""
-CANDIDATES = ("Meta-Llama-3-8B", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it",
-              "DeepSeek-V2-Lite", "DeepSeek-V3")
-"""The serving scenario's candidates, cards of 2024-26."""
+"""The scenario's H200: 141 GB (141 × 10^9 bytes) on its data sheet (course_lib/accelerators.json);
+ACCELERATOR_BYTES: one 80 GB H100 SXM (80 × 10^9 bytes) of the experts exercise."""
 SCENARIO = dict(context=32768, gpu_memory_bytes=ACCELERATOR_MEMORY, dtype="bf16")
-"""One H200 (141 GB), requests of 32,768 tokens, 16-bit weights and cache."""
-VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1",
-                 "Qwen2-7B-Instruct", "gemma-2b", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it",
-                 "DeepSeek-V2-Lite", "DeepSeek-V3")
+"""One H200, requests of 32,768 tokens, 16-bit weights and cache; served by CANDIDATES (2024-26)."""
+CANDIDATES = ("Meta-Llama-3-8B", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it", "DeepSeek-V2-Lite",
+              "DeepSeek-V3")
+VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1", "Qwen2-7B-Instruct",
+                 "gemma-2b", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it", "DeepSeek-V2-Lite",
+                 "DeepSeek-V3")
 """One shipped card per family, for the visible test of ``size_card``."""
 GQA_SCENARIO = dict(context=4096, gpu_memory_bytes=2 * units.H100_SXM_BYTES, dtype="bf16")
 """Llama 2 70B at 4,096 positions on two H100 SXM of 80 × 10^9 bytes (course_lib.units)."""
-ACCELERATOR_BYTES = units.H100_SXM_BYTES
-"""One 80 GB accelerator of the experts exercise (H100 SXM, 80 × 10^9 bytes)."""
 FLASH_CASE = dict(n_tokens=131_072, n_heads=32, bytes_per_number=2)
 """The module text's score matrix: 131,072 tokens, 32 heads, 16-bit numbers."""
 COPY_PERIOD, COPY_SEQS, COPY_SEED = 10, 200, 0
 """The copying example's period; its data: 200 rows of ``repeated_tokens`` from seed 0."""
 WALKAWAY_MIN_PARAMS = 7_000_000_000
-"""The walk-away's model: of the cards that serve :data:`SCENARIO` with at least this many
-total parameters, the one that serves the most requests."""
+"""The walk-away's model: of the cards that serve :data:`SCENARIO` with at least this many total
+parameters, the one that serves the most requests."""
 BERT_CONFIG = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": 768,
                "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
                "max_position_embeddings": 512, "vocab_size": 30522, "type_vocab_size": 2}
 """bert-base-uncased's sizes: an encoder, not one of :data:`FAMILIES`."""
-
-RECAP_LESSONS = ("The shape of a transformer", "Attention", "The block",
-                 "Position and context", "Generation and the KV cache",
-                 "Variants and the model card")
+RECAP_LESSONS = ("The shape of a transformer", "Attention", "The block", "Position and context",
+                 "Generation and the KV cache", "Variants and the model card")
 """The module's six lessons, numbered 1 to 6; the recap table's ideas and questions, shuffled:"""
 RECAP_IDEAS = {
     "A": "Keys and values are kept, so memory per request sets how many fit",
@@ -96,15 +87,13 @@ def own_reading(fn: Callable, *args, **kwargs):
     try:
         with watch_calls(found, {"cards.py": None, "shapes.py": {"kv_cache_width", "sliding_layers"}}):
             result = own_work(fn, *args, **kwargs)
-    except CheckFailed:
-        raise
-    except Exception:
-        if not found:  # else the reader's own error (a CardError) is not the learner's
+    except Exception as e:  # the reader's own error (a CardError) is not the learner's
+        if isinstance(e, CheckFailed) or not found:
             raise
     if found:
-        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls course_lib's card "
-                          f"reader ({found[0]}): read the config's keys yourself (the table in "
-                          "section 1 lists them), then use course_lib to check") from None
+        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls course_lib's card reader "
+                          f"({found[0]}): read the config's keys yourself (the table in section 1 "
+                          "lists them), then use course_lib to check") from None
     return result
 
 
@@ -126,9 +115,8 @@ def expected_servable(cards: Mapping[str, Mapping], context: int, gpu_memory_byt
                       dtype: str = "bf16") -> dict:
     """``{name: requests}`` of the cards whose positions cover ``context`` and beside whose
     weights at least one request fits."""
-    sizes = {n: expected_size(c, context, gpu_memory_bytes, dtype)["requests_that_fit"]
-             for n, c in cards.items()}
-    return {n: r for n, r in sizes.items() if context_limit(cards[n]) >= context and r >= 1}
+    return {n: r for n, c in cards.items() if context_limit(c) >= context
+            and (r := expected_size(c, context, gpu_memory_bytes, dtype)["requests_that_fit"]) >= 1}
 
 
 def _alt_d_head(s) -> int | None:
@@ -147,12 +135,14 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     """``{key of SIZE_KEYS: {diagnosis: wrong value}}``: the usual slips on this card and
     scenario, those of one value named together (one equal to the answer is ignored)."""
     s = shape_from_config(dict(config))
-    c, b, alt, mem = count_params(s), dtype_bytes(dtype), _alt_d_head(s), gpu_memory_bytes
-    L, H, KV, d, moe_L, E = s.n_layers, s.n_heads, s.n_kv_heads, s.d_model, s.moe_layers, s.n_experts
+    c, b, alt, mem, mla, n_shared = count_params(s), dtype_bytes(dtype), _alt_d_head(s), gpu_memory_bytes, \
+        s.mla is not None, s.n_shared_experts
+    L, H, KV, d, moe_L, E, moe, tied = (s.n_layers, s.n_heads, s.n_kv_heads, s.d_model, s.moe_layers,
+                                        s.n_experts, s.is_moe, s.tied_embeddings)
     head, wb, tok = s.d_vocab * d, weight_bytes(s, dtype), kv_cache_bytes_per_token(s, dtype)
     seq = kv_cache_bytes_per_sequence(s, context, dtype)
-    shared = mlp_params(s, s.shared_width) if s.n_shared_experts else 0
-    moe, tied, window = s.is_moe, s.tied_embeddings, s.sliding_window is not None and context > s.sliding_window
+    shared = mlp_params(s, s.shared_width) if n_shared else 0
+    window = s.sliding_window is not None and context > s.sliding_window
 
     def fit(weights, per_request):
         return 0 if mem <= weights else int((mem - weights) // per_request)
@@ -160,7 +150,7 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     total = _words(
         "size_card", tied=c.total + head if tied else None, untied=None if tied else c.total - head,
         active_count=c.active if moe else None, routers=c.total - moe_L * d * E if moe else None,
-        shared=c.total - moe_L * shared if s.n_shared_experts else None,
+        shared=c.total - moe_L * shared if n_shared else None,
         dense_first=count_params(s.with_(n_dense_layers=0, d_ff_dense=None)).total
         if s.n_dense_layers else None,
         qk_norm=c.total - 2 * L * s.d_head if s.qk_norm == "head" else None,
@@ -175,22 +165,20 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         final_norm=c.total - count_params(s).norms // (s.norms_per_block * L + 1))
     active = _words("size_card", every_expert=c.total, router_too=c.active - moe_L * d * E,
                     only_experts=moe_L * s.n_experts_per_tok * mlp_params(s),
-                    shared_active=c.active - moe_L * shared if s.n_shared_experts else None) \
+                    shared_active=c.active - moe_L * shared if n_shared else None) \
         if moe else {**total, **_words("size_card", dense_active=c.total - c.embedding)}
     per_token = _words(
-        "size_card", cache_gqa=tok * H // KV, key_and_value=tok / 2, bits=tok * 8,
-        one_layer=tok / L, per_request=seq, times_context=tok * context,
-        cache_head_dim=2 * L * KV * alt * b if alt else None,
-        latent=2 * L * H * s.d_head * b if s.mla is not None else None,
-        rotary_key=L * s.mla.kv_lora_rank * b if s.mla is not None else None)
+        "size_card", cache_gqa=tok * H // KV, key_and_value=tok / 2, bits=tok * 8, one_layer=tok / L,
+        per_request=seq, times_context=tok * context, cache_head_dim=2 * L * KV * alt * b if alt else None,
+        latent=2 * L * H * s.d_head * b if mla else None,
+        rotary_key=L * s.mla.kv_lora_rank * b if mla else None)
     requests = _words(
         "size_card", weights_first=fit(0, seq), round_down=fit(wb, seq) + 1,
         requests_gqa=fit(wb, seq * H // KV), window=fit(wb, tok * context) if window else None,
         global_layers=fit(wb, tok * s.sliding_window) if window and s.sliding_layers < L else None,
         by_total=fit(math.ceil(c.active * b), seq) if moe else None,
-        shared_weights=fit(wb - moe_L * shared * b, seq) if s.n_shared_experts else None,
-        requests_latent=fit(wb, 2 * H * s.d_head * seq // s.kv_cache_width)
-        if s.mla is not None else None,
+        shared_weights=fit(wb - moe_L * shared * b, seq) if n_shared else None,
+        requests_latent=fit(wb, 2 * H * s.d_head * seq // s.kv_cache_width) if mla else None,
         tied_once=fit(wb + head * b, seq) if tied else None,
         requests_head_dim=fit(wb, seq * alt // s.d_head) if alt else None)
     return {"total_params": merged(total), "active_params": merged(active),
@@ -207,42 +195,36 @@ def _label(fn_name: str, what: str, context: int, memory: int, dtype: str) -> st
 def _card_kind(config: Mapping, shipped: bool) -> tuple:
     """A hidden test's card in words: shipped or not, its model_type and the features the usual
     slips are about (not its name or sizes)."""
-    kinds = [f"{'a shipped' if shipped else 'a hidden'} card of model_type {config.get('model_type')}"]
+    kind = f"{'a shipped' if shipped else 'a hidden'} card of model_type {config.get('model_type')}"
     try:
         s = shape_from_config(dict(config))
     except Exception:  # noqa: BLE001 - the kind is a courtesy; the check itself reports errors
-        return tuple(kinds)
-    return (*kinds, "a mixture of experts" if s.is_moe else "",
-            "shared experts" if s.n_shared_experts else "",
-            "latent attention" if s.mla is not None else "",
-            "tied embeddings" if s.tied_embeddings else "", "head_dim set" if _alt_d_head(s) else "",
-            ("sliding and global layers" if 0 < s.sliding_layers < s.n_layers
-             else "a sliding window") if s.sliding_layers else "")
+        return (kind,)
+    layers = "sliding and global layers" if 0 < s.sliding_layers < s.n_layers else "a sliding window"
+    return (kind, "a mixture of experts" if s.is_moe else "", "shared experts" if s.n_shared_experts else "",
+            "latent attention" if s.mla is not None else "", "tied embeddings" if s.tied_embeddings else "",
+            "head_dim set" if _alt_d_head(s) else "", layers if s.sliding_layers else "")
 
 
-def _cards(cards) -> dict:
-    """``{name: config}`` from shipped names or a mapping of configs."""
-    if isinstance(cards, Mapping):
-        return {name: dict(cfg) for name, cfg in cards.items()}
-    return {name: card_config(name) for name in cards}
-
-
-def _scenario(sc: Mapping) -> tuple:
-    return sc["context"], sc["gpu_memory_bytes"], sc.get("dtype", "bf16")
+def _cases(cards, scenarios) -> tuple[dict, list]:
+    """``{name: config}`` from shipped names or a mapping of configs; each scenario's
+    (context, gpu_memory_bytes, dtype)."""
+    configs = ({n: dict(c) for n, c in cards.items()} if isinstance(cards, Mapping)
+               else {n: card_config(n) for n in cards})
+    return configs, [(sc["context"], sc["gpu_memory_bytes"], sc.get("dtype", "bf16")) for sc in scenarios]
 
 
 def check_size_card(fn, cards=VISIBLE_CARDS, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
     """``fn(config, context, gpu_memory_bytes, dtype) -> {total_params, active_params,
     kv_cache_bytes_per_token, requests_that_fit}``, exact, on every card (shipped names or
     ``{name: config}``) and scenario; ``fn`` gets a copy of each config, via :func:`own_reading`."""
-    shipped = not isinstance(cards, Mapping)
-    for name, cfg in _cards(cards).items():
-        for sc in scenarios:
-            args = _scenario(sc)
-            label = (_label("size_card", name, *args) if shipped and name in VISIBLE_CARDS
-                     and is_shown(sc, (SCENARIO,)) else on_hidden("size_card", *_card_kind(cfg, shipped)))
-            got = as_keyed(own_reading(fn, copy.deepcopy(cfg), *args), SIZE_KEYS, label)
-            expected, mistakes = expected_size(cfg, *args), size_mistakes(cfg, *args)
+    shipped, (configs, args) = not isinstance(cards, Mapping), _cases(cards, scenarios)
+    for name, cfg in configs.items():
+        for sc, a in zip(scenarios, args):
+            label = (_label("size_card", name, *a) if shipped and name in VISIBLE_CARDS and is_shown(
+                sc, (SCENARIO,)) else on_hidden("size_card", *_card_kind(cfg, shipped)))
+            got = as_keyed(own_reading(fn, copy.deepcopy(cfg), *a), SIZE_KEYS, label)
+            expected, mistakes = expected_size(cfg, *a), size_mistakes(cfg, *a)
             for key in SIZE_KEYS:
                 check_value(got[key], expected[key], what=f"{label}[{key!r}]", integer=True,
                             mistakes=mistakes[key])
@@ -251,80 +233,69 @@ def check_size_card(fn, cards=VISIBLE_CARDS, scenarios: Sequence[Mapping] = (SCE
 def check_unknown_family(fn) -> None:
     """``fn`` must raise ValueError naming the model_type for a BERT card (not of :data:`FAMILIES`)."""
     try:
-        own_reading(fn, copy.deepcopy(BERT_CONFIG), *_scenario(SCENARIO))
+        own_reading(fn, copy.deepcopy(BERT_CONFIG), *SCENARIO.values())
         outcome = "returned without raising"
     except (CheckFailed, NotImplementedError):  # an unwritten answer: the grader says so
         raise
-    except ValueError as e:
-        outcome = "valueerror naming it" if "bert" in str(e) else "valueerror without the name"
-    except Exception:  # noqa: BLE001 - which error the learner raised is the feedback
-        outcome = "another error"
+    except Exception as e:  # noqa: BLE001 - which error the learner raised is the feedback
+        outcome = ("another error" if not isinstance(e, ValueError) else "valueerror naming it"
+                   if "bert" in str(e) else "valueerror without the name")
+    words = HINTS["unknown_family"]
     check_choice(outcome, "valueerror naming it", what="size_card(<bert-base-uncased>, ...)",
-                 choices=("valueerror naming it", *HINTS["unknown_family"]),
-                 hints=HINTS["unknown_family"])
+                 choices=("valueerror naming it", *words), hints=words)
 
 
 def check_servable(fn, cards=CANDIDATES, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
     """``fn(cards, context, gpu_memory_bytes, dtype) -> {name: requests}`` holding exactly the
     cards that can serve the scenario (:func:`expected_servable`), with the requests that fit."""
-    configs, words = _cards(cards), HINTS["servable"]
+    (configs, args), words = _cases(cards, scenarios), HINTS["servable"]
     cards_shown = not isinstance(cards, Mapping) and tuple(cards) == CANDIDATES
-    for sc in scenarios:
-        context, memory, dtype = _scenario(sc)
+    for sc, (context, memory, dtype) in zip(scenarios, args):
         shown = cards_shown and is_shown(sc, (SCENARIO,))
         label = (_label("servable", f"{len(configs)} cards", context, memory, dtype) if shown else
                  on_hidden("servable", "the shipped candidates" if cards_shown else "hidden cards"))
-
-        def card(name):  # the visible test's candidates may be named, a hidden test's cards not
-            return name if cards_shown else "a card"
+        card = {n: n if cards_shown else "a card" for n in configs}  # a hidden test's cards: not named
         result = own_reading(fn, copy.deepcopy(configs), context, memory, dtype)
         if not isinstance(result, Mapping):
             raise CheckFailed(f"{label}: return a dict {{card name: requests}}, got "
                               f"{type(result).__name__}")
         expected = expected_servable(configs, context, memory, dtype)
-        unknown = [k for k in result if k not in configs]
-        if unknown:  # the learner's own key
-            raise CheckFailed(f"{label}: {unknown[0]!r} is not one of the cards given")
+        for name in (k for k in result if k not in configs):  # the learner's own key
+            raise CheckFailed(f"{label}: {name!r} is not one of the cards given")
         for name in (n for n in result if n not in expected):
             if context_limit(configs[name]) < context:
                 long = f"{context:,}-token requests" if shown else "requests this long"
-                raise CheckFailed(f"{label}: {card(name)} {words['too_short'].format(long=long)}")
+                raise CheckFailed(f"{label}: {card[name]} {words['too_short'].format(long=long)}")
             if expected_size(configs[name], context, memory, dtype)["requests_that_fit"] == 0:
-                raise CheckFailed(f"{label}: {card(name)} {words['no_room']}")
+                raise CheckFailed(f"{label}: {card[name]} {words['no_room']}")
         for name in (n for n in expected if n not in result):
-            raise CheckFailed(f"{label}: {card(name)} {words['missing']}")
+            raise CheckFailed(f"{label}: {card[name]} {words['missing']}")
         check_equal(sorted(result), sorted(expected), what=f"{label}: the cards that serve it")
         for name, n in expected.items():
-            check_value(result[name], n, what=f"{label}[{card(name)!r}]", integer=True,
+            check_value(result[name], n, what=f"{label}[{card[name]!r}]", integer=True,
                         mistakes=size_mistakes(configs[name], context, memory, dtype)["requests_that_fit"])
 
 
-def _sealed_dict(answer, what: str, keys: Sequence[str]) -> None:
-    """``answer``, a dict of ``keys``, each compared with its sealed ``capstone/<what>/<key>``."""
-    got = as_keyed(answer, keys, what)
-    for key in keys:
-        check_sealed(got[key], SEALED[f"capstone/{what}/{key}"])
+def _sealed_dict(what: str, *keys: str) -> Callable:
+    """A check of a dict answer holding ``keys``, each compared with its sealed answer
+    ``capstone/<what>/<key>`` (sealed_answers/capstone.json), in order."""
+    def check(answer) -> None:
+        got = as_keyed(answer, keys, what)
+        for key in keys:
+            check_sealed(got[key], SEALED[f"capstone/{what}/{key}"])
+    return check
 
 
-def check_walkaway(answer) -> None:
-    """The walk-away question (see :data:`WALKAWAY_MIN_PARAMS`): ``{"model", *SIZE_KEYS}``, sealed."""
-    _sealed_dict(answer, "walkaway", ("model", *SIZE_KEYS))
-
-
-def check_gqa(answer) -> None:
-    """2023: Llama 2 70B's cache per token (bytes) with its 8 key/value heads and with 64, and the
-    4,096-token requests that fit in :data:`GQA_SCENARIO` either way; sealed."""
-    _sealed_dict(answer, "gqa", ("cache_per_token_gqa", "cache_per_token_mha", "requests_gqa",
-                                 "requests_mha"))
-
-
-def check_experts(answer) -> None:
-    """2024: Mixtral 8x7B's total and active parameters, the fewest 80 GB accelerators for its
-    16-bit weights and one 8,192-token request, and FLOPs per token (2 per active parameter); sealed."""
-    _sealed_dict(answer, "experts", ("total_params", "active_params", "accelerators_needed",
-                                     "flops_per_token"))
-
-
+check_walkaway = _sealed_dict("walkaway", "model", *SIZE_KEYS)
+"""The walk-away question (:data:`WALKAWAY_MIN_PARAMS`): the model and its four sizes, sealed."""
+check_gqa = _sealed_dict("gqa", "cache_per_token_gqa", "cache_per_token_mha", "requests_gqa",
+                         "requests_mha")
+"""2023: Llama 2 70B's cache per token (bytes) with its 8 key/value heads and with 64, and the
+4,096-token requests that fit in :data:`GQA_SCENARIO` either way; sealed."""
+check_experts = _sealed_dict("experts", "total_params", "active_params", "accelerators_needed",
+                             "flops_per_token")
+"""2024: Mixtral 8x7B's total and active parameters, the fewest 80 GB accelerators for its 16-bit
+weights and one 8,192-token request, and FLOPs per token (2 per active parameter); sealed."""
 check_paper_blocks = Question((SEALED["capstone/paper_block_weights"],
                                SEALED["capstone/llama2_7b_block_weights"]))
 """2017: weights of one encoder block of the base Transformer (d_model 512, d_ff 2048: 4·d² +
@@ -341,14 +312,10 @@ def copy_eval_losses(period: int = COPY_PERIOD):
     from ..tasks import repeated_tokens
     from ..training import load_induction_model, next_token_losses
     model, _ = load_induction_model()
-    g = torch.Generator().manual_seed(COPY_SEED)
-    tokens = repeated_tokens(COPY_SEQS, model.shape.n_ctx, model.shape.d_vocab, period, g)
+    tokens = repeated_tokens(COPY_SEQS, model.shape.n_ctx, model.shape.d_vocab, period,
+                             torch.Generator().manual_seed(COPY_SEED))
     with torch.no_grad():
         return next_token_losses(model, tokens)
-
-
-def _split(losses, k: int) -> tuple[float, float]:
-    return float(losses[..., :k].mean()), float(losses[..., k:].mean())
 
 
 def check_copy_losses(fn, periods: Sequence[int] = (COPY_PERIOD,), seeds: Sequence[int] = ()) -> None:
@@ -365,8 +332,8 @@ def check_copy_losses(fn, periods: Sequence[int] = (COPY_PERIOD,), seeds: Sequen
                       2 + seed % (pos - 4), on_hidden("copy_losses", "a random loss tensor")))
     for losses, p, what in cases:
         result = as_tuple(own_work(fn, losses.clone(), p), 2, what, "unpredictable, copied")
-        right, early, late, row = _split(losses, p), _split(losses, p - 1), _split(losses, p + 1), \
-            _split(losses[0], p)
+        right, early, late, row = ((float(x[..., :k].mean()), float(x[..., k:].mean())) for x, k in (
+            (losses, p), (losses, p - 1), (losses, p + 1), (losses[0], p)))
         for i, name in enumerate(("[0], the unpredictable tokens", "[1], the copied tokens")):
             check_value(result[i], right[i], what=f"{what}{name}", rel=1e-5, mistakes=_words(
                 "copy_losses", early=early[i], late=late[i], swapped=right[1 - i],
@@ -390,10 +357,10 @@ def check_recap(answer) -> None:
     """The recap table: ``{lesson 1 to 6: (idea letter, question letter)}``, from
     :data:`RECAP_IDEAS` and :data:`RECAP_QUESTIONS`; each letter sealed (:data:`RECAP_SEALS`)."""
     if not isinstance(answer, Mapping) or sorted(answer, key=str) != list(range(1, 7)):
-        raise CheckFailed("recap: give a dict with keys 1 to 6 (the lessons), each "
-                          "(idea letter, question letter)")
+        raise CheckFailed("recap: give a dict with keys 1 to 6 (the lessons), each (idea letter, "
+                          "question letter)")
     for lesson, pair in ((n, answer[n]) for n in range(1, 7)):
-        if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
             raise CheckFailed(f"recap[{lesson}]: give a pair of letters (idea, question), got {pair!r:.40}")
     pairs = {n: tuple(x.strip().upper() for x in answer[n]) for n in range(1, 7)}
     for i, what, letters in ((0, "idea", RECAP_IDEAS), (1, "question", RECAP_QUESTIONS)):
@@ -402,8 +369,8 @@ def check_recap(answer) -> None:
             raise CheckFailed(f"recap: {what} letters are {', '.join(letters)}; got {x!r:.10}")
         for x in sorted({x for x in used if used.count(x) > 1})[:1]:
             lessons = " and ".join(str(k) for k, p in pairs.items() if p[i] == x)
-            raise CheckFailed(f"recap: {what} {x!r} is given to lessons {lessons}; each {what} "
-                              "belongs to one lesson")
+            raise CheckFailed(f"recap: {what} {x!r} is given to lessons {lessons}; each {what} belongs "
+                              "to one lesson")
     for lesson in range(1, 7):
         for i in (0, 1):
             check_sealed(pairs[lesson][i], RECAP_SEALS[lesson][i])
