@@ -121,9 +121,8 @@ def expected_servable(cards: Mapping[str, Mapping], context: int, gpu_memory_byt
 
 def _alt_d_head(s) -> int | None:
     """hidden_size / heads where it differs from the card's head_dim (latent attention aside)."""
-    if s.mla is None and s.d_model % s.n_heads == 0 and s.d_model // s.n_heads != s.d_head:
-        return s.d_model // s.n_heads
-    return None
+    d = s.d_model // s.n_heads
+    return d if s.mla is None and s.d_model % s.n_heads == 0 and d != s.d_head else None
 
 
 def _words(exercise: str, **wrong) -> dict:
@@ -283,6 +282,7 @@ def _sealed_dict(what: str, *keys: str) -> Callable:
         got = as_keyed(answer, keys, what)
         for key in keys:
             check_sealed(got[key], SEALED[f"capstone/{what}/{key}"])
+    check.__name__ = check.__qualname__ = f"check_{what}"
     return check
 
 
