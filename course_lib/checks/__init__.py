@@ -355,3 +355,12 @@ def own_work(fn: Callable, *args, **kwargs):
                           f"counter ({found[0]}): build the count from the shape yourself, "
                           "then use course_lib to check it")
     return result
+
+
+def heads_kind(n_heads: int, n_kv_heads: int) -> str:
+    """An attention's heads in words, for a hidden test's label (:func:`on_hidden`): multi-head
+    (a key/value head per query head), multi-query (one key/value head) or grouped-query."""
+    if n_kv_heads == n_heads:
+        return "multi-head attention (a key/value head per query head)"
+    return ("multi-query attention (one key/value head)" if n_kv_heads == 1
+            else "grouped-query attention")

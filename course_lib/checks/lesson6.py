@@ -1,32 +1,15 @@
-"""Checks for lesson 6, "Variants and the model card".
-
-Each check compares a learner's answer with an independent reference and, on failure, raises
-:class:`~course_lib.checks.CheckFailed` naming the likely mistake without showing the expected
-value:
-
-* grouped-query attention against ``torch.nn.functional.scaled_dot_product_attention`` with
-  ``enable_gqa=True`` (torch's own grouping of query heads onto key/value heads);
-* the parameters of a toy mixture-of-experts layer against ``numel`` and
-  :func:`course_lib.moe.active_params_per_token`;
-* counts of a model card (total and active parameters, KV cache per token, weight bytes,
-  requests that fit) against course_lib's counters (``params``, ``memory``), themselves tested
-  against ``transformers`` models built on the meta device.
-* the variants of 2025-26: one sequence's KV cache with each layer's kind (full attention,
-  a sliding window of ``min(n, window)`` tokens, latent attention's latent and rotary key) against
-  ``memory.kv_cache_bytes_per_sequence``, and one mixture-of-experts layer held and used (routed
-  experts, shared experts, router) against ``params``; each tried on two real cards of different
-  kinds and on a shape made at run time from a seeded ``random.Random`` (named ``[random shape]``).
-
-A card is given as a shipped card's name (``"Mixtral-8x7B-v0.1"``), a :class:`ModelShape`, or
-a dict of ModelShape fields.  Functions the learner writes are called through
-:func:`~course_lib.checks.own_work` (no calls into course_lib's counters) and, here, may not
-call the MoE layer's own counters (``moe.active_params_per_token``, ``moe.params_touched``) or
-the shape's ``kv_cache_width``, which would answer the question for them.
-"""
+"""Checks for lesson 6, "Variants and the model card": each compares a learner's answer with an
+independent reference (torch's ``scaled_dot_product_attention(..., enable_gqa=True)``; ``numel``
+and ``moe.active_params_per_token``; course_lib's ``params`` and ``memory``, tested against
+``transformers`` on the meta device) and names the likely mistake (hints/lesson6.toml) without
+showing the expected value.  A card is a shipped card's name, a :class:`ModelShape` or a dict of
+its fields.  The learner's functions may not call course_lib's counters, the MoE layer's own or
+``kv_cache_width``."""
 from __future__ import annotations
 
 import math
 import random
+from contextlib import nullcontext
 from typing import Mapping, Sequence
 
 from ..cards import load_card
@@ -35,84 +18,53 @@ from ..params import (attention_params_per_layer, count_params, feed_forward_par
                       mlp_params, norm_params, router_params_per_layer)
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
-from .exercise import merged, requires
+from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_equal, check_value, confirm_close,
+               heads_kind, is_shown, on_hidden, own_work, watch_calls)
+from .exercise import RANDOM_TAG, Question, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
+from .hints import load as _load_hints
 from .sealed import load as _load_sealed
-from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_equal, check_sealed,
-               check_value, confirm_close, is_shown, on_hidden, own_work, watch_calls)
 
-SEALED = _load_sealed("lesson6")
-"""This assignment's sealed answers by salt (sealed_answers/lesson6.json)."""
-
-# --- the lesson's fixed figures (inputs, not answers) -----------------------------------------
-
+SEALED, HINTS = _load_sealed("lesson6"), _load_hints("lesson6")
+"""Sealed answers by salt (sealed_answers/lesson6.json); mistakes' words (hints/lesson6.toml)."""
+SERVE_TOKENS, SERVE_MEMORY, BYTES_16BIT, MIXTRAL = 8192, 80 * GB, 2, "Mixtral-8x7B-v0.1"
+"""The requests example: 8,192 tokens on an 80 GB accelerator (an H100 SXM, 80 × 10^9 bytes:
+its data sheet's figure, course_lib.units) in 16-bit; the recap's card."""
 TOO_BIG_CASE = dict(card="Llama-2-70b-hf", n_tokens=4096, memory_bytes=80 * GB)
-"""A visible case of :func:`check_requests_that_fit` whose 16-bit weights alone overflow one
-80 GB accelerator: no request fits."""
-SERVE_TOKENS = 8192
-"""The context length of the requests example (8,192 tokens)."""
-SERVE_MEMORY = 80 * GB
-"""An 80 GB accelerator (an H100 SXM): 80 × 10^9 bytes, its data sheet's figure, by the
-course's convention (course_lib.units); the driver shows about 79.6 GiB."""
-BYTES_16BIT = 2
-LLAMA2_70B = "Llama-2-70b-hf"
-LLAMA2_70B_MHA_KV_HEADS = 64
-"""Llama 2 70B has 64 query heads; with multi-head attention it would have 64 key/value heads."""
-MIXTRAL = "Mixtral-8x7B-v0.1"
-
+"""A visible case of :func:`check_requests_that_fit`: the 16-bit weights alone overflow 80 GB."""
 GQA_CASES = (dict(batch=2, n_heads=8, n_kv_heads=2, pos=6, d_head=16, seed=0),)
-"""Visible case of :func:`check_gqa`; the notebook's hidden tests pass others."""
-MOE_LAYERS = (dict(d_model=32, d_ff=48, n_experts=8, top_k=2, mlp="swiglu", bias=False,
-                   batch=2, pos=5, seed=0),
-              dict(d_model=12, d_ff=20, n_experts=3, top_k=2, mlp="gelu", bias=True,
-                   batch=1, pos=4, seed=11))
-"""Visible cases of :func:`check_moe_sizes`: Mixtral's routing at toy size, and experts with
-biases (a count of ``.weight`` alone fails it)."""
+MOE_LAYERS = (dict(d_model=32, d_ff=48, n_experts=8, top_k=2, mlp="swiglu", bias=False, batch=2,
+                   pos=5, seed=0),
+              dict(d_model=12, d_ff=20, n_experts=3, top_k=2, mlp="gelu", bias=True, batch=1,
+                   pos=4, seed=11))
+"""Visible cases of :func:`check_moe_sizes`: Mixtral's routing at toy size; experts with biases."""
 CARD_PARAMS_CARDS = (MIXTRAL, "gpt2", "gemma-2-9b")
-"""Visible cards of :func:`check_card_params`: a mixture of experts; a tied head, biases and
-learned positions; d_head · n_heads ≠ d_model with four norms a block."""
-KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b")
-"""Visible cards of :func:`check_kv_bytes_per_token`: grouped-query, and d_head ≠ d_model / n_heads."""
+"""Visible cards of :func:`check_card_params`: experts; a tied head, biases and learned
+positions; d_head · n_heads ≠ d_model with four norms a block."""
+KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b")  # grouped-query; d_head ≠ d_model / n_heads
 FOUR_SIZES_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "weight_bytes")
+EXACT, CLOSE = dict(integer=True), dict(rel=1e-12)  # a count; bytes (check_value's keywords)
 _DTYPE = {1: "int8", 2: "bf16", 4: "fp32"}
+_SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_sizes"},
+              "shapes.py": {"kv_cache_width"}}
 
-
-# --- helpers ---------------------------------------------------------------------------------
 
 def as_shape(card) -> ModelShape:
     """A ModelShape from a shipped card's name, a ModelShape, or a dict of its fields."""
-    if isinstance(card, ModelShape):
-        return card
-    if isinstance(card, str):
-        return load_card(card)
-    if isinstance(card, Mapping):
-        return ModelShape(**card)
+    if isinstance(card, (str, Mapping, ModelShape)):
+        return load_card(card) if isinstance(card, str) else \
+            card if isinstance(card, ModelShape) else ModelShape(**card)
     raise TypeError(f"card must be a name, a ModelShape or a dict, got {type(card).__name__}")
 
 
 def seven_b(n_kv_heads: int) -> ModelShape:
-    """The lesson's 7B-class shape (Llama 2 7B: 32 layers, 32 query heads of 128) with
-    ``n_kv_heads`` key/value heads."""
+    """The lesson's 7B-class shape (Llama 2 7B: 32 layers, 32 query heads of 128)."""
     return llama_shape(n_kv_heads=n_kv_heads).with_(name=f"7B-class, {n_kv_heads} kv heads")
 
 
-def _label(fn_name: str, s: ModelShape, *extra) -> str:
-    return f"{fn_name}({s.name or 'a ' + s.model_type + ' shape'}{''.join(', ' + str(e) for e in extra)})"
-
-
-def _card_kind(s: ModelShape) -> str:
-    """A hidden test's card in words: shipped or made up, and its model_type (not its name)."""
-    return f"a shipped card of model_type {s.model_type}" if s.name else "a made-up shape"
-
-
-def _heads_kind(n_heads: int, n_kv_heads: int) -> str:
-    if n_kv_heads == n_heads:
-        return "multi-head attention (a key/value head per query head)"
-    return ("multi-query attention (one key/value head)" if n_kv_heads == 1
-            else "grouped-query attention")
-
-
-def _own_d_head(s: ModelShape) -> str:
-    return "" if s.d_model == s.n_heads * s.d_head else "d_head is not d_model / n_heads"
+def _hints(exercise: str, **values) -> dict:
+    """``{words: value}`` of mistakes keyed as in hints/lesson6.toml's table ``exercise``; a
+    value None: the mistake does not apply to this input."""
+    return {HINTS[exercise][k]: v for k, v in values.items() if v is not None}
 
 
 def _dtype(bytes_per_number) -> str:
@@ -121,22 +73,31 @@ def _dtype(bytes_per_number) -> str:
     return _DTYPE[bytes_per_number]
 
 
-def _plain(s: ModelShape) -> None:
-    """The learner's counters cover every shipped family but DeepSeek's extras."""
+def _plain(s: ModelShape) -> ModelShape:
+    """``s``, if the learner's counters cover it (every shipped family but DeepSeek's extras)."""
     if s.mla is not None or s.n_shared_experts or s.n_dense_layers:
         raise ValueError(f"{s.name or s.model_type}: latent attention, shared experts and dense "
                          "first layers are outside this lesson's exercises")
+    return s
 
 
-_SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_sizes"},
-              "shapes.py": {"kv_cache_width"}}
+def _label(name: str, s: ModelShape, shown: bool, *extra, kinds=(), text: str = "") -> str:
+    """A call on card ``s``: its name and ``extra`` (or ``text``) if ``shown``, else whether it
+    is shipped, its model_type (never its name) and ``kinds``."""
+    text = text or ", ".join([s.name or f"a {s.model_type} shape", *map(str, extra)])
+    kind = f"a shipped card of model_type {s.model_type}" if s.name else "a made-up shape"
+    return label(name, text, shown=shown, kinds=(kind, *kinds))
 
 
-def _own(fn, *args, **kwargs):
-    """``own_work(fn, ...)``, also failing if ``fn`` used a shortcut that holds the answer."""
-    found: list = []
-    with watch_calls(found, _SHORTCUTS):
-        result = own_work(fn, *args, **kwargs)
+def _kinds(s: ModelShape) -> tuple:
+    return ("a mixture of experts" if s.is_moe else "dense",
+            "" if s.d_model == s.n_heads * s.d_head else "d_head is not d_model / n_heads")
+
+
+def _own(fn, *args):
+    """``own_work(fn, *args)``, failing too if ``fn`` used a shortcut that holds the answer."""
+    with watch_calls(found := [], _SHORTCUTS):
+        result = own_work(fn, *args)
     if found:
         raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} uses course_lib's "
                           f"{found[0]}, which computes this answer: build it yourself, then "
@@ -144,121 +105,102 @@ def _own(fn, *args, **kwargs):
     return result
 
 
+def _check(fn, what: str, args: tuple, returns, *parts, builds: tuple = ()):
+    """Check ``fn(*args)`` (:func:`_own`), named ``what``: read the result as ``returns`` (None:
+    one value; a text naming a tuple's values; dict keys) and compare each part ``(index, name,
+    expected, mistakes, EXACT or CLOSE)`` (index None: the whole result) with
+    :func:`check_value`, ``builds`` named on a generic failure.  Returns the result read."""
+    got = _own(fn, *args)
+    if returns is not None:
+        got = as_tuple(got, returns.count(",") + 1, what, returns) if isinstance(returns, str) \
+            else as_keyed(got, returns, what)
+    with builds_on(*builds) if builds else nullcontext():
+        for index, name, expected, mistakes, tolerance in parts:
+            part = what if index is None else f"{what}[{index!r}]" + (f", {name}" if name else "")
+            check_value(got if index is None else got[index], expected, what=part,
+                        mistakes=mistakes, **tolerance)
+    return got
+
+
 # --- grouped-query attention -----------------------------------------------------------------
 
 def gqa_inputs(batch: int, n_heads: int, n_kv_heads: int, pos: int, d_head: int, seed: int):
     """Seeded float32 q (batch, n_heads, pos, d_head), k and v (batch, n_kv_heads, pos, d_head),
-    drawn from their own generator (the notebook's random state is left alone)."""
+    from their own generator (the notebook's random state is left alone)."""
     import torch
     g = torch.Generator().manual_seed(seed)
-    q = torch.randn(batch, n_heads, pos, d_head, generator=g)
-    k = torch.randn(batch, n_kv_heads, pos, d_head, generator=g)
-    v = torch.randn(batch, n_kv_heads, pos, d_head, generator=g)
-    return q, k, v
+    return [torch.randn(batch, h, pos, d_head, generator=g) for h in (n_heads, n_kv_heads, n_kv_heads)]
 
 
 def _attend(q, k, v, causal=True, scale=True):
     """Plain attention over already-matched heads (the mistakes' outputs)."""
     import torch
-    scores = q @ k.transpose(-2, -1)
-    if scale:
-        scores = scores / math.sqrt(q.shape[-1])
-    if causal:
-        n = q.shape[-2]
-        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
-    return scores.softmax(-1) @ v
+    scores, n = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1), q.shape[-2]
+    mask = torch.ones(n, n, dtype=torch.bool).triu(1) if causal else torch.zeros(n, n).bool()
+    return scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
 
 
 def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
     """Check ``fn(q, k, v) -> out``: causal grouped-query attention, q (batch, n_heads, pos,
-    d_head), k and v (batch, n_kv_heads, pos, d_head), out (batch, n_heads, pos, d_head), query
-    head i reading key/value head i // (n_heads // n_kv_heads).  Reference: torch's
-    ``scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)``; float32,
-    tolerance 1e-5."""
+    d_head), k and v (batch, n_kv_heads, pos, d_head), out like q, query head i reading kv head
+    i // (n_heads // n_kv_heads).  Against torch's ``scaled_dot_product_attention(q, k, v,
+    is_causal=True, enable_gqa=True)``, float32, tolerance 1e-5."""
     import torch
     import torch.nn.functional as F
     for case in cases:
-        q, k, v = gqa_inputs(**case)
-        shown = is_shown(case, GQA_CASES)
-        label = (f"grouped_query_attention on q {tuple(q.shape)}, k and v {tuple(k.shape)}" if shown
-                 else on_hidden("grouped_query_attention",
-                                _heads_kind(case["n_heads"], case["n_kv_heads"])))
+        (q, k, v), shown = gqa_inputs(**case), is_shown(case, GQA_CASES)
+        what = f"grouped_query_attention on q {tuple(q.shape)}, k and v {tuple(k.shape)}" if shown \
+            else on_hidden("grouped_query_attention", heads_kind(case["n_heads"], case["n_kv_heads"]))
         got = _own(fn, q.clone(), k.clone(), v.clone())
         if not isinstance(got, torch.Tensor):
-            raise CheckFailed(f"{label}: return a tensor, got {type(got).__name__}")
+            raise CheckFailed(f"{what}: return a tensor, got {type(got).__name__}")
         if tuple(got.shape) != tuple(q.shape):
-            hint = (" (that is one output per key/value head: every query head needs its own)"
-                    if got.shape[1:2] == k.shape[1:2] else "")
-            sizes = f" = {tuple(q.shape)}, got {tuple(got.shape)}" if shown else \
-                ", got another shape"
-            raise CheckFailed(f"{label}: the output should have the queries' shape "
-                              f"(batch, n_heads, pos, d_head){sizes}{hint}")
+            hint = f" ({HINTS['gqa']['per_kv_head']})" if got.shape[1:2] == k.shape[1:2] else ""
+            raise CheckFailed(f"{what}: the output should have the queries' shape (batch, n_heads, "
+                              "pos, d_head)" + (f" = {tuple(q.shape)}, got {tuple(got.shape)}"
+                                               if shown else ", got another shape") + hint)
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-        got = got.detach().to(torch.float32)
-        if torch.allclose(got, expected, atol=1e-5, rtol=1e-4):
-            confirm_close(got, expected, what=label, atol=1e-5, rtol=1e-4)
+        if torch.allclose(got := got.detach().to(torch.float32), expected, atol=1e-5, rtol=1e-4):
+            confirm_close(got, expected, what=what, atol=1e-5, rtol=1e-4)
             continue
-        group = case["n_heads"] // case["n_kv_heads"]
-        ki, vi = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
-        kr, vr = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
-        mistakes = {
-            "the query heads are paired with the wrong key/value heads: consecutive query heads "
-            "share one (head i reads kv head i // group, as repeat_interleave gives), not every "
-            "n_kv_heads-th (i % n_kv_heads, as repeat gives)": _attend(q, kr, vr),
-            "later positions are not masked: this is a decoder, so use a causal mask":
-                _attend(q, ki, vi, causal=False),
-            "the scores are not divided by sqrt(d_head)": _attend(q, ki, vi, scale=False),
-            "every query head reads key/value head 0: each group of query heads has its own "
-            "key/value head": _attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
-            "keys and values are swapped": _attend(q, vi, ki),
-        }
-        for diagnosis, wrong in mistakes.items():
+        g = case["n_heads"] // case["n_kv_heads"]
+        ki, vi = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+        for diagnosis, wrong in _hints(
+                "gqa", repeat=_attend(q, k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)),
+                no_mask=_attend(q, ki, vi, causal=False), no_scale=_attend(q, ki, vi, scale=False),
+                head0=_attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
+                swapped=_attend(q, vi, ki)).items():
             if not torch.allclose(wrong, expected, atol=1e-5) and \
                     torch.allclose(got, wrong, atol=1e-5, rtol=1e-4):
-                raise CheckFailed(f"{label} is not right: {diagnosis}")
-        raise CheckFailed(f"{label} is not right: it differs from torch's grouped-query "
-                          "attention by up to {:.2g}".format(float((got - expected).abs().max())))
+                raise CheckFailed(f"{what} is not right: {diagnosis}")
+        raise CheckFailed(f"{what} is not right: it differs from torch's grouped-query attention "
+                          f"by up to {float((got - expected).abs().max()):.2g}")
 
 
 # --- the KV cache per token ------------------------------------------------------------------
 
 def kv_mistakes(s: ModelShape, b) -> dict:
-    """``{diagnosis: wrong bytes per token}`` for the usual slips in a cache count."""
-    L, d_head = s.n_layers, s.d_head
-    right = 2 * L * s.n_kv_heads * d_head * b
-    m = {
-        "the cache is sized with the query heads (n_heads): only the n_kv_heads key/value "
-        "heads are cached, which is what grouped-query attention saves":
-            2 * L * s.n_heads * d_head * b,
-        "only keys are counted: every token keeps a key and a value per key/value head":
-            right / 2,
-        "the layers are missing: every layer keeps its own keys and values": right / L,
-        "that is numbers, not bytes: multiply by bytes_per_number": right / b,
-        "that is bits: a byte is 8 bits, and bytes_per_number already counts bytes": 8 * right,
-        "2·n_layers·d_model is lesson 1's cache for multi-head attention with d_head = "
-        "d_model / n_heads; here use n_kv_heads and the card's d_head": 2 * L * s.d_model * b,
-    }
-    if s.d_model % s.n_heads == 0 and s.d_model // s.n_heads != d_head:
-        m = {"d_head is not d_model / n_heads on this card: it sets d_head itself, so use "
-             "the shape's d_head": 2 * L * s.n_kv_heads * (s.d_model // s.n_heads) * b, **m}
-    return merged(m)
+    """``{diagnosis: wrong bytes per token}``."""
+    L, d, h, right = s.n_layers, s.d_model, s.n_heads, 2 * s.n_layers * s.n_kv_heads * s.d_head * b
+    return merged(_hints(
+        "kv_bytes_per_token", d_head=2 * L * s.n_kv_heads * (d // h) * b
+        if d % h == 0 and d // h != s.d_head else None, query_heads=2 * L * h * s.d_head * b,
+        only_keys=right / 2, no_layers=right / L, numbers=right / b, bits=8 * right,
+        lesson1=2 * L * d * b))
 
 
 def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
                              bytes_per_number: Sequence = (BYTES_16BIT,)) -> None:
-    """Check ``fn(s, bytes_per_number) -> bytes``: the KV cache one token adds, 2 × n_layers ×
+    """Check ``fn(s, bytes_per_number) -> bytes`` one token adds to the KV cache, 2 × n_layers ×
     n_kv_heads × d_head × bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
-    shown_cases = [(c, b) for c in KV_TOKEN_CARDS for b in (BYTES_16BIT,)]
     for card in cards:
-        s = as_shape(card)
-        _plain(s)
+        s = _plain(as_shape(card))
         for b in bytes_per_number:
-            label = (_label("kv_bytes_per_token", s, b) if is_shown((card, b), shown_cases) else
-                     on_hidden("kv_bytes_per_token", _card_kind(s),
-                               _heads_kind(s.n_heads, s.n_kv_heads), _own_d_head(s)))
-            got = _own(fn, s, b)
-            check_value(got, kv_cache_bytes_per_token(s, _dtype(b)), what=label, rel=1e-12,
-                        mistakes=kv_mistakes(s, b))
+            what = _label("kv_bytes_per_token", s, is_shown((card, b), [
+                (c, BYTES_16BIT) for c in KV_TOKEN_CARDS]), b, kinds=(
+                    heads_kind(s.n_heads, s.n_kv_heads), _kinds(s)[1]))
+            _check(fn, what, (s, b), None, (None, "", kv_cache_bytes_per_token(s, _dtype(b)),
+                                            kv_mistakes(s, b), CLOSE))
 
 
 # --- a toy mixture-of-experts layer ----------------------------------------------------------
@@ -270,238 +212,151 @@ def moe_layer(d_model, d_ff, n_experts, top_k, mlp, bias, batch, pos, seed):
     from ..moe import MoEFeedForward
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        layer = MoEFeedForward(d_model, d_ff, n_experts, top_k, mlp=mlp, bias=bias)
-        x = torch.randn(batch, pos, d_model)
-    return layer, x
+        return (MoEFeedForward(d_model, d_ff, n_experts, top_k, mlp=mlp, bias=bias),
+                torch.randn(batch, pos, d_model))
 
 
 def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
-    """Check ``fn(layer, x) -> (total, active)`` for a MoEFeedForward ``layer``: ``total`` its
-    parameters (an int), ``active`` the parameters each token of x passes through, an integer
-    tensor (batch, pos): the router and the experts the routing sent it to.  References:
-    ``numel``, ``params.router_params_per_layer + n_experts × params.mlp_params`` and
-    ``moe.active_params_per_token``."""
+    """Check ``fn(layer, x) -> (total, active)`` for a MoEFeedForward ``layer``: its parameters
+    (an int), and those each token of x passes through, the router and the experts it is sent to
+    (an integer tensor (batch, pos)).  Against ``numel``, ``params.router_params_per_layer +
+    n_experts × params.mlp_params`` and ``moe.active_params_per_token``."""
     import torch
     from ..moe import active_params_per_token
     for spec in layers:
-        layer, x = moe_layer(**spec)
-        shown = is_shown(spec, MOE_LAYERS)
-        label = (f"moe_sizes(a layer of {spec['n_experts']} {spec['mlp']} experts, top_k="
-                 f"{spec['top_k']}{', with biases' if spec['bias'] else ''})" if shown else
-                 on_hidden("moe_sizes", f"a layer of {spec['mlp']} experts",
-                           "with biases" if spec["bias"] else "no biases"))
+        (layer, x), shown = moe_layer(**spec), is_shown(spec, MOE_LAYERS)
+        E, k = spec["n_experts"], spec["top_k"]
+        biases = "with biases" if spec["bias"] else "no biases"
+        what = label("moe_sizes", f"a layer of {E} {spec['mlp']} experts, top_k={k}"
+                     + (", with biases" if spec["bias"] else ""), shown=shown,
+                     kinds=(f"a layer of {spec['mlp']} experts", biases))
         per_token = f"(batch, pos) = {tuple(x.shape[:-1])}" if shown else "(batch, pos)"
-        total, active = as_tuple(_own(fn, layer, x), 2, label, "total, active per token")
         shape = ModelShape(d_model=spec["d_model"], n_layers=1, n_heads=1, d_ff=spec["d_ff"],
-                           d_vocab=1, n_ctx=1, n_experts=spec["n_experts"],
-                           n_experts_per_tok=spec["top_k"], mlp=spec["mlp"],
+                           d_vocab=1, n_ctx=1, n_experts=E, n_experts_per_tok=k, mlp=spec["mlp"],
                            mlp_bias=spec["bias"])
         router, expert = router_params_per_layer(shape), mlp_params(shape)
-        expected_total = router + spec["n_experts"] * expert
-        assert expected_total == sum(p.numel() for p in layer.parameters())  # course_lib == numel
-        k = spec["top_k"]
-        check_value(total, expected_total, what=f"{label}[0], the total", integer=True,
-                    mistakes={
-                        "that is one token's share (the router and top_k experts): the layer "
-                        "holds every expert, and memory must hold them all": router + k * expert,
-                        "the router (d_model × n_experts) is missing": expected_total - router,
-                        "that is one expert: the layer has n_experts of them": expert,
-                        "the router is counted once per expert: there is one router per layer":
-                            spec["n_experts"] * (router + expert),
-                    })
+        total = router + E * expert
+        assert total == sum(p.numel() for p in layer.parameters())  # course_lib == numel
+        _, active = _check(fn, what, (layer, x), "total, active per token", (
+            0, "the total", total, _hints("moe_sizes", one_token=router + k * expert,
+                                         no_router=total - router, one_expert=expert,
+                                         router_per_expert=E * (router + expert)), EXACT))
         with torch.no_grad():
-            routing = layer.run(x).routing
-        expected = active_params_per_token(layer, routing)
+            expected = active_params_per_token(layer, layer.run(x).routing)
         if not isinstance(active, torch.Tensor):  # the exercise asks for an integer tensor
-            raise CheckFailed(f"{label}[1]: return the active parameters as an integer torch "
+            raise CheckFailed(f"{what}[1]: return the active parameters as an integer torch "
                               f"tensor of shape {per_token}, got {type(active).__name__}")
-        got = active.detach()
-        if tuple(got.shape) != tuple(expected.shape):
-            raise CheckFailed(f"{label}[1]: the active parameters should have one value per "
-                              f"token, shape {per_token}, got "
-                              + (f"shape {tuple(got.shape)}" if shown else "another shape"))
+        if tuple((got := active.detach()).shape) != tuple(expected.shape):
+            raise CheckFailed(f"{what}[1]: the active parameters should have one value per token, "
+                              f"shape {per_token}, got " + (f"shape {tuple(got.shape)}" if shown
+                                                            else "another shape"))
         if got.is_floating_point() and not torch.equal(got, got.round()):
-            raise CheckFailed(f"{label}[1]: parameters are whole numbers")
-        got = got.to(torch.int64)
+            raise CheckFailed(f"{what}[1]: parameters are whole numbers")
+        got, what = got.to(torch.int64), f"{what}[1], the active parameters"
         if torch.equal(got, expected):  # recorded, so the grader compares it too
-            check_equal(got.tolist(), expected.tolist(), what=f"{label}[1], the active parameters")
+            check_equal(got.tolist(), expected.tolist(), what=what)
             continue
-        mistakes = {
-            "the router is missing: every token passes through it to be routed":
-                expected - router,
-            "that counts every expert: a token passes through only the top_k it is sent to":
-                torch.full_like(expected, expected_total),
-            "that counts one expert: each token is sent to top_k of them":
-                expected - (k - 1) * expert,
-            "that counts the router top_k times: a token is scored once": expected + (k - 1) * router,
-        }
-        for diagnosis, wrong in mistakes.items():
+        for diagnosis, wrong in _hints(
+                "moe_sizes", active_no_router=expected - router, every_expert=torch.full_like(
+                    expected, total), active_one_expert=expected - (k - 1) * expert,
+                router_top_k=expected + (k - 1) * router).items():
             if not torch.equal(wrong, expected) and torch.equal(got, wrong):
-                raise CheckFailed(f"{label}[1], the active parameters, is not right: {diagnosis}")
+                raise CheckFailed(f"{what}, is not right: {diagnosis}")
         how_many = f"{int((got != expected).sum())} of {got.numel()}" if shown else "some"
-        raise CheckFailed(f"{label}[1], the active parameters, is not right for {how_many} "
-                          "tokens")
+        raise CheckFailed(f"{what}, is not right for {how_many} tokens")
 
 
 # --- total and active parameters of a card ---------------------------------------------------
 
 def total_mistakes(s: ModelShape) -> dict:
     """``{diagnosis: wrong total}`` for the usual slips in counting a card."""
-    c = count_params(s)
-    total, L, d, V = c.total, s.n_layers, s.d_model, s.d_vocab
-    attn, mlp, router, norm = (attention_params_per_layer(s), mlp_params(s),
-                               router_params_per_layer(s), norm_params(s))
-    E, moe_L = s.n_experts, s.moe_layers
-    ff_mats = (E if s.is_moe else 1) * L
-    m = {}
-    if s.is_moe:
-        m.update({
-            "that is the active count: a mixture of experts holds every expert, so the total "
-            "counts all n_experts of each layer": c.active,
-            "the routers (d_model × n_experts per layer) are missing": total - moe_L * router,
-            "attention is counted once per expert: only the feed-forward layer is split into "
-            "experts, each block has one attention": total + (E - 1) * L * attn,
-            "only one expert per layer is counted: a layer holds n_experts": total - moe_L * (E - 1) * mlp,
-        })
-    if s.tied_embeddings:
-        m["the output head is tied to the token embedding: count it once"] = total + V * d
-    else:
-        m["the output head is not tied on this card: it is a second d_vocab × d_model "
-          "matrix"] = total - V * d
-    if s.n_kv_heads != s.n_heads:
-        m["K and V are sized with the query heads: with grouped-query attention their "
-          "projections are d_model × n_kv_heads·d_head"] = count_params(
-              s.with_(n_kv_heads=s.n_heads)).total
-    if s.d_model % s.n_heads == 0 and s.d_model // s.n_heads != s.d_head:
-        m["d_head is not d_model / n_heads on this card: use the shape's d_head"] = count_params(
-            s.with_(d_head=s.d_model // s.n_heads)).total
-    if s.mlp_matrices == 3:
-        m["a gated feed-forward layer (swiglu, geglu) has three matrices, not two"] = \
-            total - ff_mats * d * s.d_ff
-    if c.norms:
-        m["the norms are missing"] = total - c.norms
-        m["the final norm (after the last block) is missing"] = total - norm
-        if s.norms_per_block != 2:
-            m["this card sets norms_per_block: it does not have 2 norms in each block"] = \
-                total + (2 - s.norms_per_block) * L * norm
-    if s.positions == "learned":
-        m["the learned position table (n_ctx × d_model) is missing"] = total - s.n_ctx * d
+    c, L, d, E, moe, tied = count_params(s), s.n_layers, s.d_model, s.n_experts, s.is_moe, \
+        s.tied_embeddings
+    t, attn, mlp, norm, norms = c.total, attention_params_per_layer(s), mlp_params(s), \
+        norm_params(s), c.norms
     no_bias = count_params(s.with_(qkv_bias=False, out_bias=False, mlp_bias=False)).total
-    if no_bias != total:
-        m["biases are missing: see qkv_bias, out_bias and mlp_bias"] = no_bias
-    return merged(m)
+    return merged(_hints(
+        "card_params", active_count=c.active if moe else None,
+        no_routers=t - s.moe_layers * router_params_per_layer(s) if moe else None,
+        attention_per_expert=t + (E - 1) * L * attn if moe else None,
+        one_expert=t - s.moe_layers * (E - 1) * mlp if moe else None,
+        tied=t + s.d_vocab * d if tied else None, untied=None if tied else t - s.d_vocab * d,
+        kv_query_heads=count_params(s.with_(n_kv_heads=s.n_heads)).total
+        if s.n_kv_heads != s.n_heads else None,
+        d_head=count_params(s.with_(d_head=d // s.n_heads)).total
+        if d % s.n_heads == 0 and d // s.n_heads != s.d_head else None,
+        gated=t - (E if moe else 1) * L * d * s.d_ff if s.mlp_matrices == 3 else None,
+        no_norms=t - norms if norms else None, final_norm=t - norm if norms else None,
+        norms_per_block=t + (2 - s.norms_per_block) * L * norm
+        if norms and s.norms_per_block != 2 else None,
+        positions=t - s.n_ctx * d if s.positions == "learned" else None,
+        biases=no_bias if no_bias != t else None))
 
 
 def active_mistakes(s: ModelShape) -> dict:
-    """``{diagnosis: wrong active count}`` for a mixture of experts."""
-    c = count_params(s)
-    if not s.is_moe:
-        return {}
-    E, k, L, moe_L = s.n_experts, s.n_experts_per_tok, s.n_layers, s.moe_layers
-    mlp, router, attn = mlp_params(s), router_params_per_layer(s), attention_params_per_layer(s)
-    return merged({
-        "that counts every expert: a token passes through only n_experts_per_tok of them":
-            c.total,
-        "the routers are missing: every token is scored by its layer's router":
-            c.active - moe_L * router,
-        "active is not total × n_experts_per_tok / n_experts: attention, embeddings, norms "
-        "and routers are used by every token; only the experts are split": c.total * k / E,
-        "that counts one expert per layer: each token goes to n_experts_per_tok": c.active - moe_L * (k - 1) * mlp,
-        "attention is counted once per expert the token visits: each block has one attention":
-            c.active + (k - 1) * L * attn,
-    })
+    """``{diagnosis: wrong active count}`` for a mixture of experts (none for a dense card)."""
+    c, k, moe_L = count_params(s), s.n_experts_per_tok, s.moe_layers
+    return merged(_hints(
+        "card_params", every_expert=c.total,
+        active_no_routers=c.active - moe_L * router_params_per_layer(s),
+        split=c.total * k / s.n_experts, active_one_expert=c.active - moe_L * (k - 1) * mlp_params(s),
+        attention_per_visit=c.active + (k - 1) * s.n_layers * attention_params_per_layer(s),
+    )) if s.is_moe else {}
 
 
 def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
     """Check ``fn(s) -> (total, active)`` parameters of a card (no latent attention, shared
     experts or dense first layers) against ``count_params(s).total`` and ``.active``."""
     for card in cards:
-        s = as_shape(card)
-        _plain(s)
-        label = (_label("card_params", s) if is_shown(card, CARD_PARAMS_CARDS) else
-                 on_hidden("card_params", _card_kind(s),
-                           "a mixture of experts" if s.is_moe else "dense", _own_d_head(s)))
-        total, active = as_tuple(_own(fn, s), 2, label, "total, active")
+        s = _plain(as_shape(card))
         c = count_params(s)
-        check_value(total, c.total, what=f"{label}[0], the total", integer=True,
-                    mistakes=total_mistakes(s))
-        check_value(active, c.active, what=f"{label}[1], the active parameters", integer=True,
-                    mistakes=active_mistakes(s) or {
-                        "a dense model uses every parameter for every token: active = total":
-                            0})
+        _check(fn, _label("card_params", s, is_shown(card, CARD_PARAMS_CARDS), kinds=_kinds(s)),
+               (s,), "total, active", (0, "the total", c.total, total_mistakes(s), EXACT),
+               (1, "the active parameters", c.active,
+                active_mistakes(s) or _hints("card_params", dense=0), EXACT))
 
 
 # --- requests that fit -----------------------------------------------------------------------
 
 def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
                             cases: Sequence[Mapping] | None = None) -> None:
-    """Check ``fn(s, n_tokens, memory_bytes, bytes_per_number) -> int``: sequences of
-    n_tokens whose cache fits beside the weights, floor((memory − weight bytes) / cache bytes
-    per sequence), 0 when the weights alone do not fit; against ``memory.requests_that_fit``'s
-    formula.  Each case: ``card`` (plus optional ``n_kv_heads`` to set on it), ``n_tokens``,
-    ``memory_bytes``, ``bytes_per_number`` (default 2).  Cards with a sliding window are
-    refused (the window caps the cache; this exercise leaves it out).  By default: the module
-    lesson's 7B-class shape with 32 and with 8 kv heads, 8,192 tokens, 80 GB, 16-bit, and
-    :data:`TOO_BIG_CASE`.  Given
-    the learner's ``card_params`` and ``kv_bytes_per_token``, each case first re-checks them
-    on its card, so a wrong count is blamed on them, not on this step (checks.exercise.requires)."""
+    """Check ``fn(s, n_tokens, memory_bytes, bytes_per_number) -> int``: floor((memory − weight
+    bytes) / cache bytes per sequence), 0 if the weights alone do not fit.  A case: ``card`` (and
+    ``n_kv_heads`` to set), ``n_tokens``, ``memory_bytes``, ``bytes_per_number`` (default 2); by
+    default :func:`seven_b` with 32 and 8 kv heads, 8,192 tokens, 80 GB, and :data:`TOO_BIG_CASE`.
+    The learner's ``card_params`` and ``kv_bytes_per_token``, if given, are re-checked first."""
     shown_cases = [*(dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
                      for kv in (32, 8)), TOO_BIG_CASE]
-    if cases is None:
-        cases = shown_cases
-    for case in cases:
+    for case in shown_cases if cases is None else cases:
         s = as_shape(case["card"])
-        if "n_kv_heads" in case:
-            s = s.with_(n_kv_heads=case["n_kv_heads"])
-        _plain(s)
+        s = _plain(s.with_(n_kv_heads=case["n_kv_heads"]) if "n_kv_heads" in case else s)
         if s.sliding_window is not None:
             raise ValueError(f"{s.name}: sliding_window={s.sliding_window} is outside this check")
         n, mem, b = case["n_tokens"], case["memory_bytes"], case.get("bytes_per_number", BYTES_16BIT)
-        dt = _dtype(b)
-        label = (f"requests_that_fit({s.name or 'a shape'} (n_kv_heads={s.n_kv_heads}), "
-                 f"n_tokens={n}, memory_bytes={mem}, bytes_per_number={b})"
-                 if is_shown(case, shown_cases) else
-                 on_hidden("requests_that_fit", _card_kind(s),
-                           _heads_kind(s.n_heads, s.n_kv_heads)))
+        what = _label("requests_that_fit", s, is_shown(case, shown_cases), kinds=(heads_kind(
+            s.n_heads, s.n_kv_heads),), text=f"{s.name or 'a shape'} (n_kv_heads={s.n_kv_heads}), "
+                      f"n_tokens={n}, memory_bytes={mem}, bytes_per_number={b}")
         if card_params is not None:
             requires("card_params", check_card_params, card_params, [s])
         if kv_bytes_per_token is not None:
             requires("kv_bytes_per_token", check_kv_bytes_per_token, kv_bytes_per_token, [s], [b])
-        got = _own(fn, s, n, mem, b)
-        w, seq = weight_bytes(s, dt), kv_cache_bytes_per_sequence(s, n, dt)
-        expected = max(0, (mem - w) // seq)
-        mha_w = weight_bytes(s.with_(n_kv_heads=s.n_heads), dt)
-        mistakes = {
-            "the weights must fit too: the cache gets only the memory they leave": mem // seq,
-            "the weights are sized with K and V projections for every query head: with "
-            "n_kv_heads key/value heads those projections, and so the weights, shrink too":
-                max(0, (mem - mha_w) // seq),
-            "a request needs its whole cache: round down, not up": math.ceil((mem - w) / seq),
-            "a request needs its whole cache: round down, not to the nearest": round((mem - w) / seq),
-            "the cache is sized with keys only: each token keeps a key and a value":
-                max(0, (mem - w) // (seq // 2)),
-            "the cache is sized with the query heads": max(0, (mem - w) // (seq * s.group_size)),
-        }
-        if w > mem:
-            mistakes = {"the weights alone do not fit, so no request fits: return 0":
-                        (mem - w) // seq, **mistakes}
-        with builds_on("card_params", "kv_bytes_per_token"):
-            check_value(got, expected, what=label, integer=True, mistakes=merged(mistakes))
-
-
+        w, seq = weight_bytes(s, _dtype(b)), kv_cache_bytes_per_sequence(s, n, _dtype(b))
+        mha_w = weight_bytes(s.with_(n_kv_heads=s.n_heads), _dtype(b))
+        _check(fn, what, (s, n, mem, b), None, (None, "", max(0, (mem - w) // seq), merged(_hints(
+            "requests_that_fit", too_big=(mem - w) // seq if w > mem else None,
+            no_weights=mem // seq, mha_weights=max(0, (mem - mha_w) // seq),
+            round_up=math.ceil((mem - w) / seq), round_nearest=round((mem - w) / seq),
+            keys_only=max(0, (mem - w) // (seq // 2)),
+            query_heads=max(0, (mem - w) // (seq * s.group_size)))), EXACT),
+               builds=("card_params", "kv_bytes_per_token"))
 # --- the four sizes (the recap) ----------------------------------------------------------------
 
 def weight_mistakes(s: ModelShape, b) -> dict:
     """``{diagnosis: wrong weight bytes}``."""
     c, wb = count_params(s), weight_bytes(s, _dtype(b))
-    m = {"the weights are sized by the active parameters: memory holds every expert, so use "
-         "the total": c.active * b,
-         "that is parameters: multiply by bytes_per_number": c.total,
-         "that is in GiB; the question asks for bytes": wb / GiB,
-         "that is in GB; the question asks for bytes": wb / GB}
-    if s.tied_embeddings:
-        m["the tied head is stored once"] = wb + s.d_vocab * s.d_model * b
-    return merged(m)
+    return merged(_hints("four_sizes", active=c.active * b, params=c.total, gib=wb / GiB,
+                         gb=wb / GB, tied=wb + s.d_vocab * s.d_model * b
+                         if s.tied_embeddings else None))
 
 
 def check_four_sizes(fn, cards: Sequence = (MIXTRAL,),
@@ -509,38 +364,27 @@ def check_four_sizes(fn, cards: Sequence = (MIXTRAL,),
     """Check ``fn(s, bytes_per_number) -> {"total_params", "active_params",
     "kv_cache_bytes_per_token", "weight_bytes"}`` against course_lib's counters."""
     for card in cards:
-        s = as_shape(card)
-        _plain(s)
+        s = _plain(as_shape(card))
         c = count_params(s)
         for b in bytes_per_number:
-            label = (_label("four_sizes", s, b) if is_shown((card, b), [(MIXTRAL, BYTES_16BIT)])
-                     else on_hidden("four_sizes", _card_kind(s),
-                                    "a mixture of experts" if s.is_moe else "dense"))
-            got = as_keyed(_own(fn, s, b), FOUR_SIZES_KEYS, label)
-            with builds_on("card_params", "kv_bytes_per_token"):
-                check_value(got["total_params"], c.total, what=f"{label}['total_params']",
-                            integer=True, mistakes=total_mistakes(s))
-                check_value(got["active_params"], c.active, what=f"{label}['active_params']",
-                            integer=True, mistakes=active_mistakes(s))
-                check_value(got["kv_cache_bytes_per_token"], kv_cache_bytes_per_token(s, _dtype(b)),
-                            what=f"{label}['kv_cache_bytes_per_token']", rel=1e-12,
-                            mistakes=kv_mistakes(s, b))
-                wb = weight_bytes(s, _dtype(b))
-                check_value(got["weight_bytes"], wb, what=f"{label}['weight_bytes']", rel=1e-12,
-                            mistakes=weight_mistakes(s, b))
+            what = _label("four_sizes", s, is_shown((card, b), [(MIXTRAL, BYTES_16BIT)]), b,
+                          kinds=_kinds(s)[:1])
+            _check(fn, what, (s, b), FOUR_SIZES_KEYS,
+                   ("total_params", "", c.total, total_mistakes(s), EXACT),
+                   ("active_params", "", c.active, active_mistakes(s), EXACT),
+                   ("kv_cache_bytes_per_token", "", kv_cache_bytes_per_token(s, _dtype(b)),
+                    kv_mistakes(s, b), CLOSE),
+                   ("weight_bytes", "", weight_bytes(s, _dtype(b)), weight_mistakes(s, b), CLOSE),
+                   builds=("card_params", "kv_bytes_per_token"))
 
 
-# --- the variants of 2025-26: the cache by kind of layer ---------------------------------------
-
-RANDOM_TAG = "[random shape] "
-"""How a label marks an input made at run time."""
-
+# --- the variants of 2025-26: the cache by kind of layer, fine-grained and shared experts ------
+# Each visible test also tries a shape drawn at run time from ``random.Random(seed)`` (the same
+# every run, so the grader's run of the model answer tries it too), labelled [random shape].
 
 def _random_hybrid(seed: str = "lesson6/kv_bytes_per_sequence") -> dict:
-    """A shape of sliding and full layers drawn at run time from ``random.Random(seed)`` (the
-    same every run, so the grader's run of the model answer tries it too): 4 to 40 layers of
-    which 1 to all but one slide, 1 to 8 key/value heads serving 1, 2 or 4 query heads each,
-    d_head 32 to 128, a window of 64 to 4,096 and a sequence 2 to 8 times as long."""
+    """4 to 40 layers, 1 to all but one sliding; 1 to 8 kv heads of 32 to 128, each serving 1, 2
+    or 4 query heads; a window of 64 to 4,096 and 2 to 8 times as many tokens; 1, 2 or 4 bytes."""
     rng = random.Random(seed)
     n_layers, n_kv = rng.randint(4, 40), rng.choice((1, 2, 4, 8))
     n_heads, d_head = n_kv * rng.choice((1, 2, 4)), rng.choice((32, 64, 80, 128))
@@ -553,79 +397,8 @@ def _random_hybrid(seed: str = "lesson6/kv_bytes_per_sequence") -> dict:
     return dict(card=card, n_tokens=window * rng.randint(2, 8), bytes_per_number=rng.choice((1, 2, 4)))
 
 
-RANDOM_SEQ_CASE = _random_hybrid()
-SEQ_CASES = (dict(card="gemma-3-1b-it", n_tokens=32768, bytes_per_number=BYTES_16BIT),
-             dict(card="DeepSeek-V2-Lite", n_tokens=32768, bytes_per_number=BYTES_16BIT),
-             RANDOM_SEQ_CASE)
-"""Visible cases of :func:`check_kv_bytes_per_sequence`: Gemma 3 (sliding and global layers),
-DeepSeek-V2-Lite (latent attention) and a shape made at run time, all past their windows."""
-
-
-def _layer_kinds(s: ModelShape) -> str:
-    if s.mla is not None:
-        return "latent attention"
-    if not s.sliding_layers:
-        return "every layer full attention"
-    return ("every layer sliding" if s.sliding_layers == s.n_layers
-            else "sliding and full layers")
-
-
-def seq_mistakes(s: ModelShape, n: int, b) -> dict:
-    """``{diagnosis: wrong bytes}`` for the usual slips in one sequence's cache."""
-    L, right = s.n_layers, kv_cache_bytes_per_sequence(s, n, _dtype(b))
-    width, per_token = s.kv_cache_width, kv_cache_bytes_per_token(s, _dtype(b))
-    m = {"that is one token's cache: multiply by the tokens each layer keeps": per_token,
-         "that is numbers, not bytes: multiply by bytes_per_number": right / b,
-         "only keys are counted: a layer keeps a key and a value per key/value head": right / 2}
-    if s.sliding_layers and n > s.sliding_window:
-        m["the window is ignored: a sliding layer keeps only the last sliding_window tokens, "
-          "min(n_tokens, sliding_window)"] = per_token * n
-        if s.sliding_layers < L:
-            m["every layer is given the window: only s.sliding_layers of the layers slide, the "
-              "others keep every token"] = per_token * s.sliding_window
-            m["the layers are the wrong way round: s.sliding_layers is the number that slide"] \
-                = width * b * (s.sliding_layers * n + (L - s.sliding_layers) * s.sliding_window)
-    if s.mla is not None:
-        m["latent attention caches one latent (kv_lora_rank) and one rotary key (d_head_rope) "
-          "per layer, not a key and a value per head"] = 2 * L * s.n_kv_heads * s.d_head * n * b
-        m["the rotary key (d_head_rope) is missing: it is cached beside the latent"] = \
-            L * s.mla.kv_lora_rank * n * b
-        m["the latent is cached once per head: all heads rebuild their keys and values from "
-          "the same latent"] = right * s.n_heads
-    elif s.n_kv_heads != s.n_heads:
-        m["the cache is sized with the query heads: only n_kv_heads are cached"] = \
-            right * s.group_size
-    return merged(m)
-
-
-def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> None:
-    """Check ``fn(s, n_tokens, bytes_per_number) -> bytes``: one sequence's KV cache with each
-    layer's kind, full attention (n_tokens kept), sliding window (min(n_tokens, window) kept, in
-    ``s.sliding_layers`` of the layers) or latent attention (kv_lora_rank + d_head_rope numbers
-    per layer per token); against ``memory.kv_cache_bytes_per_sequence``.  Each case:
-    ``card``, ``n_tokens``, ``bytes_per_number`` (default 2)."""
-    for case in cases:
-        s, n = as_shape(case["card"]), case["n_tokens"]
-        b = case.get("bytes_per_number", BYTES_16BIT)
-        if case is RANDOM_SEQ_CASE or case == RANDOM_SEQ_CASE:
-            label = (f"{RANDOM_TAG}kv_bytes_per_sequence(a shape of {s.n_layers} layers, "
-                     f"{s.sliding_layers} of them sliding with a window of {s.sliding_window}, "
-                     f"{s.n_kv_heads} kv heads of {s.d_head}, {n}, {b})")
-        elif is_shown(case, SEQ_CASES):
-            label = _label("kv_bytes_per_sequence", s, n, b)
-        else:
-            label = on_hidden("kv_bytes_per_sequence", _card_kind(s), _layer_kinds(s),
-                              "shorter than the window" if s.sliding_layers
-                              and n <= s.sliding_window else "")
-        got = _own(fn, s, n, b)
-        check_value(got, kv_cache_bytes_per_sequence(s, n, _dtype(b)), what=label, rel=1e-12,
-                    mistakes=seq_mistakes(s, n, b))
-
-
-# --- the variants of 2025-26: fine-grained and shared experts ----------------------------------
-
 def _random_shared_moe(seed: str = "lesson6/moe_layer_params") -> dict:
-    """A mixture of experts with shared experts drawn at run time (seeded, as above)."""
+    """A mixture of 8 to 64 experts, 2 to half of them per token, and 1 to 3 shared experts."""
     rng = random.Random(seed)
     d, n_experts = rng.choice((64, 96, 128, 256)), rng.choice((8, 16, 32, 64))
     return dict(d_model=d, n_layers=2, n_heads=4, d_ff=rng.choice((32, 48, 96)), d_vocab=100,
@@ -635,123 +408,110 @@ def _random_shared_moe(seed: str = "lesson6/moe_layer_params") -> dict:
                 n_shared_experts=rng.randint(1, 3))
 
 
-RANDOM_MOE_CARD = _random_shared_moe()
+RANDOM_SEQ_CASE, RANDOM_MOE_CARD = _random_hybrid(), _random_shared_moe()
+SEQ_CASES = (dict(card="gemma-3-1b-it", n_tokens=32768, bytes_per_number=BYTES_16BIT),
+             dict(card="DeepSeek-V2-Lite", n_tokens=32768, bytes_per_number=BYTES_16BIT),
+             RANDOM_SEQ_CASE)
+"""Visible cases of :func:`check_kv_bytes_per_sequence`: Gemma 3 (sliding and global layers),
+DeepSeek-V2-Lite (latent attention) and a shape made at run time, all past their windows."""
 MOE_CARDS = ("Qwen3-30B-A3B", "DeepSeek-V2-Lite", RANDOM_MOE_CARD)
 """Visible cards of :func:`check_moe_layer_params`: fine-grained experts without (Qwen3) and
 with shared experts (DeepSeek-V2-Lite), and a shape with shared experts made at run time."""
 
 
-def moe_layer_sizes(s: ModelShape) -> tuple:
-    """(held, used): the parameters of one mixture-of-experts layer's feed-forward part and
-    router (its last block's), and those one token passes through."""
+def seq_mistakes(s: ModelShape, n: int, b) -> dict:
+    """``{diagnosis: wrong bytes}`` for the usual slips in one sequence's cache."""
+    L, right = s.n_layers, kv_cache_bytes_per_sequence(s, n, _dtype(b))
+    per_token, mla, slide = kv_cache_bytes_per_token(s, _dtype(b)), s.mla is not None, s.sliding_layers
+    past = bool(slide) and n > s.sliding_window
+    some = past and slide < L
+    return merged(_hints(
+        "kv_bytes_per_sequence", one_token=per_token, numbers=right / b, only_keys=right / 2,
+        no_window=per_token * n if past else None,
+        all_slide=per_token * s.sliding_window if some else None,
+        wrong_way=s.kv_cache_width * b * (slide * n + (L - slide) * s.sliding_window)
+        if some else None, latent_heads=2 * L * s.n_kv_heads * s.d_head * n * b if mla else None,
+        no_rope=L * s.mla.kv_lora_rank * n * b if mla else None,
+        latent_per_head=right * s.n_heads if mla else None,
+        query_heads=right * s.group_size if not mla and s.n_kv_heads != s.n_heads else None))
+
+
+def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> None:
+    """Check ``fn(s, n_tokens, bytes_per_number) -> bytes`` of one sequence's KV cache with each
+    layer's kind: full attention (n_tokens kept), sliding window (min(n_tokens, window), in
+    ``s.sliding_layers`` of the layers) or latent attention (kv_lora_rank + d_head_rope numbers
+    a layer a token); against ``memory.kv_cache_bytes_per_sequence``.  A case: ``card``,
+    ``n_tokens``, ``bytes_per_number`` (default 2)."""
+    for case in cases:
+        s, n, b = as_shape(case["card"]), case["n_tokens"], case.get("bytes_per_number", BYTES_16BIT)
+        what = label("kv_bytes_per_sequence", f"a shape of {s.n_layers} layers, {s.sliding_layers}"
+                     f" of them sliding with a window of {s.sliding_window}, {s.n_kv_heads} kv "
+                     f"heads of {s.d_head}, {n}, {b}", random=True) if case == RANDOM_SEQ_CASE \
+            else _label("kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), n, b, kinds=(
+                "latent attention" if s.mla is not None else "every layer full attention"
+                if not s.sliding_layers else "every layer sliding"
+                if s.sliding_layers == s.n_layers else "sliding and full layers",
+                "shorter than the window" if s.sliding_layers and n <= s.sliding_window else ""))
+        _check(fn, what, (s, n, b), None, (None, "", kv_cache_bytes_per_sequence(s, n, _dtype(b)),
+                                           seq_mistakes(s, n, b), CLOSE))
+
+
+def moe_layer_counts(s: ModelShape) -> tuple:
+    """(held, used, their mistakes): the parameters of one mixture-of-experts layer's
+    feed-forward part and router (its last block's), those one token passes through, and
+    ``{diagnosis: wrong held}``, ``{diagnosis: wrong used}``."""
+    E, k, expert = s.n_experts, s.n_experts_per_tok, mlp_params(s)
     held = feed_forward_params_per_layer(s, s.n_layers - 1) + router_params_per_layer(s)
-    return held, held - (s.n_experts - s.n_experts_per_tok) * mlp_params(s)
+    used = held - (E - k) * expert
+    shared, n_shared = mlp_params(s, s.shared_width) if s.n_shared_experts else 0, s.n_shared_experts
+    common = _hints("moe_layer_params", no_router=-router_params_per_layer(s), no_shared=-shared,
+                    gate=-s.d_model if s.shared_expert_gate else None,
+                    router_bias=-E if s.router_bias else None,
+                    shared_width=mlp_params(s, n_shared * s.d_ff) - shared
+                    if n_shared and s.shared_width != n_shared * s.d_ff else None)
+    held_m = _hints("moe_layer_params", held_used=used, held_one=held - (E - 1) * expert)
+    used_m = _hints("moe_layer_params", all_active=held, used_one=used - (k - 1) * expert,
+                    used_share=held * k / E)
+    return (held, used, merged({**held_m, **{d: held + v for d, v in common.items()}}),
+            merged({**used_m, **{d: used + v for d, v in common.items()}}))
 
 
 def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
     """Check ``fn(s) -> (held, used)`` for one mixture-of-experts layer of ``s``: held = the
-    routed experts, the shared experts (one feed-forward layer ``s.shared_width`` wide) and
-    the router; used = the router, the shared experts and ``n_experts_per_tok`` routed ones;
-    against ``params.feed_forward_params_per_layer`` and ``router_params_per_layer``."""
+    routed experts, the shared experts (one feed-forward layer ``s.shared_width`` wide) and the
+    router; used = the router, the shared experts and ``n_experts_per_tok`` routed ones; against
+    ``params.feed_forward_params_per_layer`` and ``router_params_per_layer``."""
     for card in cards:
         s = as_shape(card)
         if not s.is_moe:
             raise ValueError(f"{s.name or 'a shape'} has no experts")
-        if card == RANDOM_MOE_CARD:
-            label = (f"{RANDOM_TAG}moe_layer_params(d_model={s.d_model}, {s.n_experts} experts of "
-                     f"{s.d_ff}, {s.n_experts_per_tok} per token, {s.n_shared_experts} shared)")
-        elif is_shown(card, MOE_CARDS):
-            label = _label("moe_layer_params", s)
-        else:
-            label = on_hidden("moe_layer_params", _card_kind(s),
-                              "shared experts" if s.n_shared_experts else "no shared experts")
-        held, used = as_tuple(_own(fn, s), 2, label, "held, used")
-        right_held, right_used = moe_layer_sizes(s)
-        E, k, expert = s.n_experts, s.n_experts_per_tok, mlp_params(s)
-        router = router_params_per_layer(s)
-        shared = mlp_params(s, s.shared_width) if s.n_shared_experts else 0
-        common = {"the router is missing: every layer has one, and every token is scored by it":
-                  -router, "the shared experts are missing: every layer holds them and every "
-                  "token passes through them besides its routed experts": -shared}
-        if s.shared_expert_gate:
-            common["the shared expert's gate (d_model × 1) is missing: it is part of the router "
-                   "on this card"] = -s.d_model
-        if s.router_bias:
-            common["the router's bias (n_experts) is missing"] = -E
-        if s.n_shared_experts and s.shared_width != s.n_shared_experts * s.d_ff:
-            common["this card sets the shared experts' width: use s.shared_width"] = \
-                mlp_params(s, s.n_shared_experts * s.d_ff) - shared
-        held_m = {"that is what one token uses: the layer holds all n_experts routed experts":
-                  right_used, "that counts one routed expert: the layer holds n_experts":
-                  right_held - (E - 1) * expert, **{d: right_held + v for d, v in common.items()}}
-        used_m = {"all experts are counted active: a token passes through only "
-                  "n_experts_per_tok routed experts (and the shared ones)": right_held,
-                  "that counts one routed expert: each token goes to n_experts_per_tok":
-                  right_used - (k - 1) * expert,
-                  "used is not held × n_experts_per_tok / n_experts: the router and shared "
-                  "experts work for every token": right_held * k / E,
-                  **{d: right_used + v for d, v in common.items()}}
-        check_value(held, right_held, what=f"{label}[0], held", integer=True,
-                    mistakes=merged(held_m))
-        check_value(used, right_used, what=f"{label}[1], used", integer=True,
-                    mistakes=merged(used_m))
+        what = label("moe_layer_params", f"d_model={s.d_model}, {s.n_experts} experts of {s.d_ff}, "
+                     f"{s.n_experts_per_tok} per token, {s.n_shared_experts} shared", random=True) \
+            if card == RANDOM_MOE_CARD else _label("moe_layer_params", s, is_shown(card, MOE_CARDS),
+                                                   kinds=("shared experts" if s.n_shared_experts
+                                                          else "no shared experts",))
+        held, used, held_m, used_m = moe_layer_counts(s)
+        _check(fn, what, (s,), "held, used", (0, "held", held, held_m, EXACT),
+               (1, "used", used, used_m, EXACT))
 
 
-# --- real-world examples -----------------------------------------------------------------------
+# --- real-world examples and test yourself: sealed ---------------------------------------------
+# Salted hashes of the forms that count as right and of those the usual mistakes give, so
+# neither this file nor a message shows them (course_lib.checks.sealed).  Tolerances: 0.2 % for
+# GiB and the fraction, whole numbers exact.  Regenerate: ``python -m course_lib.checks.seal``.
 
-# The answers of the real-world examples and of test yourself are sealed
-# (course_lib.checks.sealed): salted hashes of the forms that count as right and of those the
-# usual mistakes give, so neither this file nor a message shows them (course_lib's counters
-# compute them, but the checks do not).  Tolerances: 0.2 % for GiB and the fraction (a figure
-# to three significant figures passes), whole numbers exact.  Regenerate with
-# ``python -m course_lib.checks.seal`` (salt lesson6/<what>).
-
-LLAMA2_70B_SAVED = SEALED['lesson6/llama2_70b_saved_gib']
-
-
-@builds_on("kv_bytes_per_token")
-def check_llama2_70b(saved_gib) -> None:
-    """GiB of 16-bit cache Llama 2 70B saves per sequence of its full 4,096-token context with
-    8 key/value heads instead of LLAMA2_70B_MHA_KV_HEADS (sealed)."""
-    check_sealed(saved_gib, LLAMA2_70B_SAVED)
-
-
-MIXTRAL_WEIGHTS = SEALED['lesson6/mixtral_weights_gib']
-
-
-def check_mixtral(weights_gib) -> None:
-    """GiB to hold Mixtral 8x7B's weights in 16-bit (sealed)."""
-    check_sealed(weights_gib, MIXTRAL_WEIGHTS)
-
-
-# --- test yourself -----------------------------------------------------------------------------
-
-TYS1_CACHE_FRACTION = SEALED['lesson6/tys1_cache_fraction']
-
-TYS1_REQUESTS_32 = SEALED['lesson6/tys1_requests_32']
-
-TYS1_REQUESTS_8 = SEALED['lesson6/tys1_requests_8']
-
-
-def check_tys1(cache_fraction, requests_32, requests_8) -> None:
-    """Test-yourself 1: the 8-head cache as a fraction of the 32-head one, and the requests of
-    SERVE_TOKENS tokens that fit in SERVE_MEMORY in 16-bit with 32 and with 8 kv heads
-    (:func:`seven_b`).  Sealed."""
-    check_sealed(cache_fraction, TYS1_CACHE_FRACTION)
-    check_sealed(requests_32, TYS1_REQUESTS_32)
-    check_sealed(requests_8, TYS1_REQUESTS_8)
-
-
-TYS2_TOTAL_SETS = SEALED['lesson6/tys2_total_sets']
-
-TYS2_ACTIVE_SETS = SEALED['lesson6/tys2_active_sets']
-
-
-def check_tys2(total_sets, active_sets) -> None:
-    """Test-yourself 2: what total and active parameters each set ("memory" or "compute");
-    sealed."""
-    check_sealed(total_sets, TYS2_TOTAL_SETS)
-    check_sealed(active_sets, TYS2_ACTIVE_SETS)
+check_llama2_70b = Question((SEALED["lesson6/llama2_70b_saved_gib"],),
+                            builds_on=("kv_bytes_per_token",))
+"""GiB of 16-bit cache Llama 2 70B saves per sequence of its full 4,096-token context with 8
+key/value heads instead of 64 (multi-head attention)."""
+check_mixtral = Question((SEALED["lesson6/mixtral_weights_gib"],))
+"""GiB to hold Mixtral 8x7B's weights in 16-bit."""
+check_tys1 = Question(tuple(SEALED[f"lesson6/tys1_{k}"]
+                            for k in ("cache_fraction", "requests_32", "requests_8")))
+"""The 8-head cache as a fraction of the 32-head one; the requests of SERVE_TOKENS tokens that
+fit in SERVE_MEMORY in 16-bit with 32 and with 8 kv heads (:func:`seven_b`)."""
+check_tys2 = Question((SEALED["lesson6/tys2_total_sets"], SEALED["lesson6/tys2_active_sets"]))
+"""What total and what active parameters set: "memory" or "compute"."""
 
 
 from .tutor import announce as _announce  # noqa: E402
