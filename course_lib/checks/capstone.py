@@ -20,7 +20,7 @@ from ..units import GB, GiB, dtype_bytes
 from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_sealed, check_value,
                is_shown, on_hidden, own_work, watch_calls)
 from .exercise import Question, merged
-from .hints import load as _load_hints
+from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
 SEALED, HINTS = _load_sealed("capstone"), _load_hints("capstone")
@@ -125,9 +125,8 @@ def _alt_d_head(s) -> int | None:
     return d if s.mla is None and s.d_model % s.n_heads == 0 and d != s.d_head else None
 
 
-def _words(exercise: str, **wrong) -> dict:
-    """``{words of the mistake: the value it gives}``, from hints/capstone.toml; None: not here."""
-    return {HINTS[exercise][key]: v for key, v in wrong.items() if v is not None}
+_words = words("capstone")
+"""``{words of the mistake: the value it gives}``, from hints/capstone.toml; None: not here."""
 
 
 def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: str = "bf16") -> dict:

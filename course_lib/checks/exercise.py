@@ -314,15 +314,6 @@ class Exercise(Check):
 
 # --- shared words and names for lessons' checks ------------------------------------------------
 
-def heads_kind(n_heads: int, n_kv_heads: int) -> str:
-    """How a label names an attention layout without its sizes: multi-head (a key/value head
-    per query head), multi-query (one key/value head) or grouped-query attention."""
-    if n_kv_heads == n_heads:
-        return "multi-head attention (a key/value head per query head)"
-    return ("multi-query attention (one key/value head)" if n_kv_heads == 1
-            else "grouped-query attention")
-
-
 def dtype_name(bytes_per_number) -> str:
     """The dtype course_lib's counters take for ``bytes_per_number`` (4: ``"fp32"``, 2:
     ``"bf16"``, 1: ``"int8"``, 0.5: ``"int4"``, from :data:`course_lib.units.DTYPE_BYTES`);

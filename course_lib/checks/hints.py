@@ -34,3 +34,10 @@ def named(words: dict[str, str], **values) -> dict:
     given (``words``: one exercise's table of :func:`load`); a value of None (a mistake this
     input cannot show) is left out."""
     return {words[key]: value for key, value in values.items() if value is not None}
+
+
+def words(assignment: str):
+    """:func:`named` for one assignment: ``words("lesson6")("kv_bytes", values=x)`` is
+    ``named(load("lesson6")["kv_bytes"], values=x)``."""
+    table = load(assignment)
+    return lambda exercise, **values: named(table[exercise], **values)

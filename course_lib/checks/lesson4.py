@@ -27,7 +27,7 @@ from ..units import GiB
 from . import (CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, own_work,
                watch_calls)
 from .exercise import HIDDEN, RANDOM_TAG, Question, close, label  # noqa: F401 - RANDOM_TAG: tests
-from .hints import load as _load_hints
+from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
 SEALED = _load_sealed("lesson4")
@@ -102,9 +102,8 @@ VENDOR_QUESTIONS = dict(
 
 # --- the shared steps of this lesson's checks ----------------------------------------------------
 
-def _named(table: str, **wrong) -> dict:
-    """``{words of the mistake: the value it gives}`` for each ``key=value`` of ``HINTS[table]``."""
-    return {HINTS[table][key]: value for key, value in wrong.items()}
+_named = words("lesson4")
+"""``{words of the mistake: the value it gives}`` for each ``key=value`` of hints/lesson4.toml."""
 
 
 def _what(name: str, case, visible: Sequence, args: Mapping | str, *kinds: str) -> str:
@@ -160,9 +159,9 @@ def _compare(got, expected, what: str, tol: float, mistakes: Callable[[], Mappin
     if near(got, expected):
         check_close(got, expected, what=what, rtol=tol, atol=tol)
         return True
-    for words, wrong in mistakes().items():
+    for diagnosis, wrong in mistakes().items():
         if not near(wrong, expected) and near(got, wrong):
-            raise CheckFailed(f"{what} is not right: {words}.")
+            raise CheckFailed(f"{what} is not right: {diagnosis}.")
     return False
 
 

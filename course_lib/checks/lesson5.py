@@ -16,8 +16,8 @@ from ..memory import kv_cache_bytes_per_sequence, requests_that_fit
 from ..params import count_params
 from ..shapes import llama_shape
 from ..units import ACCELERATORS, GB, GiB  # noqa: F401 (ACCELERATORS: the lesson's table)
-from . import CheckFailed, builds_on, check_close, check_value, is_shown, on_hidden
-from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, Question, call, dtype_name, heads_kind,
+from . import CheckFailed, builds_on, check_close, check_value, heads_kind, is_shown, on_hidden
+from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, Question, call, dtype_name,
                        label, merged)
 from .hints import load as _load_hints, named
 from .sealed import load as _load_sealed

@@ -21,7 +21,7 @@ from ..units import GB, GiB
 from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_equal, check_value, confirm_close,
                heads_kind, is_shown, on_hidden, own_work, watch_calls)
 from .exercise import RANDOM_TAG, Question, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
-from .hints import load as _load_hints
+from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
 SEALED, HINTS = _load_sealed("lesson6"), _load_hints("lesson6")
@@ -61,10 +61,8 @@ def seven_b(n_kv_heads: int) -> ModelShape:
     return llama_shape(n_kv_heads=n_kv_heads).with_(name=f"7B-class, {n_kv_heads} kv heads")
 
 
-def _hints(exercise: str, **values) -> dict:
-    """``{words: value}`` of mistakes keyed as in hints/lesson6.toml's table ``exercise``; a
-    value None: the mistake does not apply to this input."""
-    return {HINTS[exercise][k]: v for k, v in values.items() if v is not None}
+_hints = words("lesson6")
+"""``{words: value}`` of mistakes keyed as in hints/lesson6.toml (None: not on this input)."""
 
 
 def _dtype(bytes_per_number) -> str:
