@@ -27,3 +27,9 @@ def load(assignment: str) -> dict[str, dict[str, str]]:
     assignment has no hint file, ``tomllib.TOMLDecodeError`` naming the line if it is malformed."""
     with open(FOLDER / f"{assignment}.toml", "rb") as f:
         return tomllib.load(f)
+
+
+def named(words: dict[str, str], **values) -> dict:
+    """``{words[key]: value}``: a check's mistakes keyed by their words, from one exercise's
+    table of :func:`load` (``named(HINTS["attention"], no_scale=wrong_out)``)."""
+    return {words[key]: value for key, value in values.items()}

@@ -1,10 +1,8 @@
-"""Checks for lesson 2, "Attention": attention against torch's ``scaled_dot_product_attention``,
-the largest softmax weight against a Monte-Carlo draw made here (five standard errors), the causal
-mask against ``ones(n, n).tril()``, head scores against :mod:`course_lib.tasks`, the in-context
-score against :func:`course_lib.training.next_token_losses`; the fixed answers are sealed.  A
+"""Checks for lesson 2, "Attention".  References: torch's ``scaled_dot_product_attention``, a
+Monte-Carlo draw made here (five standard errors), ``ones(n, n).tril()``, :mod:`course_lib.tasks`
+(head scores) and :func:`course_lib.training.next_token_losses`; the fixed answers are sealed.  A
 failure names the likely mistake (words: ``hints/lesson2.toml``), never a hidden input's values or
-shapes; inputs come from their own seeded generators (the notebook's random state is untouched).
-"""
+shapes; inputs come from their own seeded generators (the notebook's random state is untouched)."""
 from __future__ import annotations
 
 import math
@@ -14,34 +12,31 @@ from typing import Mapping, Sequence
 
 import torch
 
-from . import CheckFailed, _as_number, check_equal, check_sealed, check_value, is_shown, on_hidden
-from .exercise import RANDOM_TAG, Question, call, close, compare, label as named
-from .hints import load as _load_hints
+from . import CheckFailed, _as_number, check_sealed, check_value, is_shown, on_hidden
+from .exercise import RANDOM_TAG, Question, attempt, call, close, compare, exactly, name_mistake
+from .hints import load as _load_hints, named
 from .sealed import load as _load_sealed
 
 SEALED, HINTS = _load_sealed("lesson2"), _load_hints("lesson2")
-"""This assignment's sealed answers by salt, and the words of its named mistakes."""
-
+"""This assignment's sealed answers by salt, and the words of its named mistakes by exercise."""
 SCALE_TEST, SCALE_TRIALS, SCALE_SEED = dict(d_k=256, n_keys=8), 10_000, 0
-"""Section 2's softmax test (one query, 8 keys of d_k = 256) and its measurement's draws, seed."""
+"""Section 2's softmax test (one query, 8 keys of d_k = 256), its measurement's draws and seed."""
 PAPER_BASE = dict(d_model=512, n_heads=8)
 """Vaswani et al. 2017, the base model: d_model = 512, h = 8 heads (d_k = d_v = 64)."""
+# The visible tests' fixed inputs (the hidden tests pass others); check_largest_weight's draws
+# per case, and check_missing_or_ignored's threshold.
 ATTENTION_CASES = (dict(batch=(2,), n_q=4, n_k=6, d_k=8, d_v=5, mask=None, seed=0),
                    dict(batch=(2,), n_q=5, n_k=7, d_k=8, d_v=3, mask="random", seed=1))
-"""Visible cases of :func:`check_attention` (``mask``: see :func:`attention_inputs`)."""
 WEIGHT_CASES, WEIGHT_TRIALS = (dict(d_k=256, n_keys=8, seed=0),), 4000
-"""Visible cases of :func:`check_largest_weight` (each scaled and unscaled), draws per case."""
-MASK_SIZES = (5,)
 PATTERN_CASES = (dict(shape=(4, 12, 12), period=4, seed=0, kind="random"),)
-"""Visible attention patterns (..., pos, pos) of the head-score checks."""
-QUERY_CASES, THRESHOLD = (dict(pos=16, period=5, seed=0),), 0.5
+MASK_SIZES, QUERY_CASES, THRESHOLD = (5,), (dict(pos=16, period=5, seed=0),), 0.5
 CONTEXT_CASES = (dict(n_seqs=50, pos=32, period=10, seed=123),)
 LABELS = ("missing", "ignored", "used")
 
 
 def _random(name: str) -> random.Random:
-    """The seeded generator of one exercise's run-time input: the same on every run, so the
-    grader's run of the model answer tries the same inputs as the learner's."""
+    """One exercise's seeded generator: the same on every run, so the grader's run of the model
+    answer tries the same inputs as the learner's."""
     return random.Random(f"lesson2/{name}")
 
 
@@ -52,8 +47,7 @@ RANDOM_ATTENTION = (dict(batch=_r.choice(((3,), (2, 2))), n_q=_r.randint(2, 7), 
                          d_k=_r.choice((4, 12, 16, 24)), d_v=_r.randint(2, 7), mask="random",
                          seed=_r.randint(100, 10_000)),)
 _r = _random("largest_weight")
-RANDOM_WEIGHT = (dict(d_k=_r.choice((8, 32, 48, 128)), n_keys=_r.randint(3, 12),
-                      seed=_r.randint(100, 10_000)),)
+RANDOM_WEIGHT = (dict(d_k=_r.choice((8, 32, 48, 128)), n_keys=_r.randint(3, 12), seed=_r.randint(100, 10_000)),)
 RANDOM_MASK_SIZES = (_random("causal_mask").randint(6, 20),)
 _r = _random("patterns")
 _pos = _r.randint(8, 18)
@@ -69,77 +63,41 @@ RANDOM_CONTEXT = (dict(n_seqs=_r.randint(20, 40), pos=_r.randint(20, 32), period
                        seed=_r.randint(100, 10_000)),)
 del _r, _pos
 
-_SHORTCUTS = {"attention.py": None, "tiled_attention.py": None,
-              "tasks.py": {"previous_token_score", "induction_score", "head_scores"}}
-"""course_lib files (and functions) whose code computes an exercise's answer."""
-_C_SHORTCUTS = {"scaled_dot_product_attention", "_scaled_dot_product_attention_math",
-                "multi_head_attention_forward"}
-"""torch's fused attention kernels."""
-_own = partial(call, shortcuts=_SHORTCUTS, c_functions=_C_SHORTCUTS, explain_errors=True)
-"""The learner's function, refusing the shortcuts; an exception on any input names the input."""
-
-
-# --- one try of a learner's function, and exact answers ---------------------------------------
-
-def _try(fn, name, case, cases, text, *args, kinds=(), shown=True, own=True, **kwargs):
-    """``fn(*args, **kwargs)`` on one ``case``, as ``(label, shown, result)``: the label is
-    ``name(text)`` for a case of the visible test's ``cases`` (fixed, made at run time) while
-    ``shown``, else names the hidden input by its ``kinds``.  ``own``: refuse the shortcuts."""
-    fixed, made = cases
-    shown = shown and is_shown(case, (*fixed, *made))
-    label = named(name, text, shown=shown, random=is_shown(case, made), kinds=kinds)
-    run = _own if own else partial(call, explain_errors=True)
-    return label, shown, run(fn, label, *args, shown=shown, **kwargs)
-
-
-def _exactly(got, expected, what, mistakes: Mapping[str, bool], sep=" is not right: ") -> bool:
-    """True (and recorded for the grader) if ``got == expected``; else CheckFailed naming the
-    first mistake that matches (``{diagnosis: matches}``), or False if none does."""
-    if got == expected:
-        check_equal(got, expected, what=what)
-        return True
-    diagnosis = next((d for d, matches in mistakes.items() if matches), None)
-    if diagnosis:
-        raise CheckFailed(f"{what}{sep}{diagnosis}")
-    return False
-
-
-def _named(exercise: str, **values) -> dict:
-    """``{words of the mistake in hints/lesson2.toml: the value it gives}``."""
-    return {HINTS[exercise][key]: value for key, value in values.items()}
+_OWN = dict(explain_errors=True, shortcuts={"attention.py": None, "tiled_attention.py": None, "tasks.py": {
+    "previous_token_score", "induction_score", "head_scores"}}, c_functions={
+    "scaled_dot_product_attention", "_scaled_dot_product_attention_math", "multi_head_attention_forward"})
+"""How the learner's functions are called (:func:`~course_lib.checks.exercise.call`): they may not
+call course_lib's attention or head scores, nor torch's fused attention; an exception names the input."""
+_try = partial(attempt, **_OWN)
 
 
 def _tensor(x, what: str):
-    """``x`` in float64 if it is a torch tensor (as the exercises ask), else CheckFailed."""
+    """``x`` (a torch tensor, as the exercises ask) in float64, else CheckFailed naming its type."""
     if not isinstance(x, torch.Tensor):
         raise CheckFailed(f"{what}: return a torch tensor, got {type(x).__name__}")
     return x.detach().to(torch.float64)
 
 
-def _got_shape(shape, shown: bool) -> str:
+def _got(shape, shown: bool) -> str:
     return f", got {tuple(shape)}" if shown else ", got another shape"
 
 
 # --- 1. attention ----------------------------------------------------------------------------
 
 def attention_inputs(batch=(2,), n_q=4, n_k=6, d_k=8, d_v=5, mask=None, seed=0):
-    """Seeded float32 q (*batch, n_q, d_k), k (*batch, n_k, d_k), v (*batch, n_k, d_v) and a
-    bool mask (True = may attend): None, ``"random"`` (n_q, n_k), ``"random-batch"`` (batch[0],
-    1, ..., n_q, n_k) or ``"causal"``; a mask row has one True and, with room, one False."""
-    g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(*batch, n, d, generator=g) for n, d in ((n_q, d_k), (n_k, d_k), (n_k, d_v)))
-    if mask == "causal":
-        if n_q != n_k:
-            raise ValueError("a causal case needs n_q == n_k")
-        return q, k, v, torch.ones(n_q, n_k, dtype=torch.bool).tril()
-    if mask not in (None, "random", "random-batch"):
+    """Seeded float32 q (*batch, n_q, d_k), k (*batch, n_k, d_k), v (*batch, n_k, d_v) and a bool
+    mask (True = may attend): None, "random" (n_q, n_k), "random-batch" (batch[0], 1, ..., n_q,
+    n_k) or "causal"; a random mask's row has a True and, with room, a False."""
+    if mask not in (None, "random", "random-batch", "causal"):
         raise ValueError(f"mask={mask!r} must be None, 'random', 'random-batch' or 'causal'")
-    if mask is None:
-        return q, k, v, None
-    batch = tuple(batch)
-    m = torch.rand((n_q, n_k) if mask == "random" else (*batch[:1], *([1] * (len(batch) - 1)), n_q, n_k),
+    if mask == "causal" and n_q != n_k:
+        raise ValueError("a causal case needs n_q == n_k")
+    g, batch, rows = torch.Generator().manual_seed(seed), tuple(batch), torch.arange(n_q)
+    q, k, v = (torch.randn(*batch, n, d, generator=g) for n, d in ((n_q, d_k), (n_k, d_k), (n_k, d_v)))
+    if mask in (None, "causal"):
+        return q, k, v, None if mask is None else torch.ones(n_q, n_k, dtype=torch.bool).tril()
+    m = torch.rand((n_q, n_k) if mask == "random" else (*batch[:1], *[1] * (len(batch) - 1), n_q, n_k),
                    generator=g) < 0.6
-    rows = torch.arange(n_q)
     m[..., rows, rows % n_k] = True                 # at least one key per query
     if n_k > 1:
         m[..., rows, (rows + 1) % n_k] = False      # and at least one hidden
@@ -148,13 +106,11 @@ def attention_inputs(batch=(2,), n_q=4, n_k=6, d_k=8, d_v=5, mask=None, seed=0):
 
 def _attend(q, k, v, mask=None, scale="sqrt", axis=-1, masked_score=float("-inf"), mask_after=False):
     """Attention written out with one step changed: the outputs of the usual mistakes."""
-    scores = q @ k.transpose(-2, -1)                    # (..., n_q, n_k)
-    scores = scores / {"sqrt": math.sqrt(q.shape[-1]), "d_k": q.shape[-1]}.get(scale, 1)
+    scores = q @ k.transpose(-2, -1) / {"sqrt": math.sqrt(q.shape[-1]), "d_k": q.shape[-1]}.get(scale, 1)
     if mask is not None and not mask_after:
         scores = scores.masked_fill(~mask, masked_score)
     weights = torch.softmax(scores, dim=axis)
-    if mask is not None and mask_after:
-        weights = weights * mask
+    weights = weights * mask if mask is not None and mask_after else weights
     return weights @ v, weights
 
 
@@ -172,11 +128,10 @@ def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_AT
         q, k, v, mask = attention_inputs(**case)
         m = "no mask" if mask is None else f"mask {tuple(mask.shape)}"
         label, shown, result = _try(
-            fn, "attention", case, (ATTENTION_CASES, RANDOM_ATTENTION),
-            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, {m}", q.clone(), k.clone(),
-            v.clone(), *(() if mask is None else (mask.clone(),)), kinds=(
-                "batched" if tuple(case.get("batch", ())) else "unbatched",
-                _MASK_KINDS.get(case.get("mask"), "with a mask")))
+            fn, "attention", case, (ATTENTION_CASES, RANDOM_ATTENTION), f"q {tuple(q.shape)}, k "
+            f"{tuple(k.shape)}, v {tuple(v.shape)}, {m}", [t.clone() for t in (q, k, v, mask) if t is not None],
+            kinds=("batched" if tuple(case.get("batch", ())) else "unbatched",
+                   _MASK_KINDS.get(case.get("mask"), "with a mask")))
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise CheckFailed(f"{label}: return two tensors, (out, weights), got "
                               f"{type(result).__name__} {result!r:.60}")
@@ -184,23 +139,20 @@ def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_AT
         want_out, want_w = (*q.shape[:-1], v.shape[-1]), (*q.shape[:-1], k.shape[-2])
         if tuple(out.shape) != want_out:
             raise CheckFailed(f"{label}: out should have shape {want_out if shown else '(..., n_q, d_v)'}"
-                              f"{_got_shape(out.shape, shown)}: "
+                              f"{_got(out.shape, shown)}: "
                               f"{H['out_is_weights' if tuple(out.shape) == want_w else 'out_shape']}")
         if tuple(weights.shape) != want_w:
-            hint = (f": {H['transposed']}" if tuple(weights.shape) ==
-                    (*q.shape[:-2], k.shape[-2], q.shape[-2]) else "")
+            hint = f": {H['transposed']}" if tuple(weights.shape) == (*q.shape[:-2], k.shape[-2], q.shape[-2]) else ""
             raise CheckFailed(f"{label}: weights should have shape (..., n_q, n_k)"
-                              f"{f' = {want_w}' if shown else ''}{_got_shape(weights.shape, shown)}{hint}")
-        variants = _named("attention", no_scale=_attend(q, k, v, mask, scale=None),
-                          by_d_k=_attend(q, k, v, mask, scale="d_k"),
-                          over_queries=_attend(q, k, v, mask, axis=-2))
+                              f"{f' = {want_w}' if shown else ''}{_got(weights.shape, shown)}{hint}")
+        variants = named(H, no_scale=_attend(q, k, v, mask, scale=None), by_d_k=_attend(q, k, v, mask, scale="d_k"),
+                         over_queries=_attend(q, k, v, mask, axis=-2))
         if mask is not None:
-            variants.update(_named(
-                "attention", mask_ignored=_attend(q, k, v, None), mask_inverted=_attend(q, k, v, ~mask),
-                masked_zero=_attend(q, k, v, mask, masked_score=0.0),
-                mask_after=_attend(q, k, v, mask, mask_after=True)))
+            variants.update(named(H, mask_ignored=_attend(q, k, v, None), mask_inverted=_attend(q, k, v, ~mask),
+                                  masked_zero=_attend(q, k, v, mask, masked_score=0.0),
+                                  mask_after=_attend(q, k, v, mask, mask_after=True)))
         if k.shape[-1] == v.shape[-1]:
-            variants.update(_named("attention", swapped=_attend(q, v, k, mask)))
+            variants.update(named(H, swapped=_attend(q, v, k, mask)))
         refs = (F.scaled_dot_product_attention(q, k, v, attn_mask=mask), _attend(q, k, v, mask)[1])
         for idx, (which, got, ref) in enumerate(zip(("out", "weights"), (out, weights), refs)):
             ref = ref.to(torch.float64)
@@ -223,8 +175,7 @@ def largest_weight_reference(d_k, n_keys, scaled, n_trials=SCALE_TRIALS, seed=SC
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(n_trials, d_k, generator=g)
     scores = (torch.randn(n_trials, n_keys, d_k, generator=g) @ q[:, :, None])[..., 0]
-    scores = scores / (divide_by or (math.sqrt(d_k) if scaled else 1))
-    largest = scores.softmax(-1).max(-1).values  # (n_trials,)
+    largest = (scores / (divide_by or (math.sqrt(d_k) if scaled else 1))).softmax(-1).max(-1).values
     return largest.mean().item(), largest.std().item()
 
 
@@ -235,33 +186,27 @@ def _mc_tolerance(std, n_trials) -> float:
 
 def check_largest_weight(fn, cases: Sequence[Mapping] = (*WEIGHT_CASES, *RANDOM_WEIGHT),
                          n_trials: int = WEIGHT_TRIALS) -> None:
-    """Check ``fn(d_k, n_keys, scaled, n_trials, seed) -> float``: the mean largest softmax
-    weight (:func:`largest_weight_reference`), within five standard errors of the reference."""
+    """Check ``fn(d_k, n_keys, scaled, n_trials, seed) -> float``: the mean largest softmax weight
+    (:func:`largest_weight_reference`), within five standard errors of the reference."""
     H = HINTS["largest_weight"]
     for case in cases:
         d_k, n_keys, seed = case["d_k"], case["n_keys"], case["seed"]
         for scaled in (False, True):
             args = dict(d_k=d_k, n_keys=n_keys, scaled=scaled, n_trials=n_trials, seed=seed)
             label, _, got = _try(fn, "mean_largest_weight", case, (WEIGHT_CASES, RANDOM_WEIGHT), args,
-                                 kinds=(f"scaled={scaled}",), shown=n_trials == WEIGHT_TRIALS, **args)
+                                 kwargs=args, kinds=(f"scaled={scaled}",), shown=n_trials == WEIGHT_TRIALS)
             got = _as_number(got, label)
             mean, std = largest_weight_reference(d_k, n_keys, scaled, n_trials, seed)
             tol = _mc_tolerance(std, n_trials)
             if abs(got - mean) <= tol:  # the grader compares with the model answer's: twice tol
                 check_value(got, mean, what=label, rel=2 * tol / abs(mean))
                 continue
-            for diagnosis, matches in {H["average"]: math.isclose(got, 1 / n_keys, rel_tol=1e-6),
-                                       H["above_one"]: got > 1}.items():
-                if matches:
-                    raise CheckFailed(f"{label} is not right: {diagnosis}")
-            mistakes = {H["flag_scaled" if scaled else "flag_unscaled"]:
-                        largest_weight_reference(d_k, n_keys, not scaled, n_trials, seed)[0]}
+            wrong = {H["flag_scaled" if scaled else "flag_unscaled"]:
+                     largest_weight_reference(d_k, n_keys, not scaled, n_trials, seed)[0]}
             if scaled:
-                mistakes[H["by_d_k"]] = largest_weight_reference(d_k, n_keys, True, n_trials, seed,
-                                                                 divide_by=d_k)[0]
-            for diagnosis, wrong in mistakes.items():
-                if abs(wrong - mean) > 2 * tol and abs(got - wrong) <= tol:
-                    raise CheckFailed(f"{label} is not right: {diagnosis}")
+                wrong[H["by_d_k"]] = largest_weight_reference(d_k, n_keys, True, n_trials, seed, divide_by=d_k)[0]
+            name_mistake(label, {H["average"]: math.isclose(got, 1 / n_keys, rel_tol=1e-6), H["above_one"]: got > 1,
+                                 **{d: abs(w - mean) > 2 * tol and abs(got - w) <= tol for d, w in wrong.items()}})
             raise CheckFailed(f"{label} is not right: it is too {'large' if got > mean else 'small'} "
                               "by more than Monte-Carlo error (five standard errors) allows")
 
@@ -273,7 +218,7 @@ def check_causal_mask(fn, sizes: Sequence[int] = (*MASK_SIZES, *RANDOM_MASK_SIZE
     Reference: ``ones(n, n).tril()``."""
     H = HINTS["causal_mask"]
     for n in sizes:
-        label, shown, got = _try(fn, "causal_mask", n, (MASK_SIZES, RANDOM_MASK_SIZES), str(n), n)
+        label, shown, got = _try(fn, "causal_mask", n, (MASK_SIZES, RANDOM_MASK_SIZES), str(n), (n,))
         if not isinstance(got, torch.Tensor):
             raise CheckFailed(f"{label}: return a bool torch tensor, got {type(got).__name__}")
         if tuple(got.shape) != (n, n):
@@ -284,11 +229,11 @@ def check_causal_mask(fn, sizes: Sequence[int] = (*MASK_SIZES, *RANDOM_MASK_SIZE
                 raise CheckFailed(f"{label}: {H['additive']}")
             raise CheckFailed(f"{label}: return a bool tensor (True = may attend), got "
                               f"{got.dtype}; .bool() converts 0/1")
-        ones = torch.ones(n, n, dtype=torch.bool)
-        right, g = ones.tril().tolist(), got.tolist()
-        wrong = dict(diagonal=ones.tril(-1), one_ahead=ones.tril(1), inverted=~ones.tril(),
-                     transposed=ones.triu())
-        if not _exactly(g, right, label, {H[k]: g == w.tolist() != right for k, w in wrong.items()}):
+        ones, g = torch.ones(n, n, dtype=torch.bool), got.tolist()
+        right = ones.tril().tolist()
+        wrong = named(H, diagonal=ones.tril(-1), one_ahead=ones.tril(1), inverted=~ones.tril(),
+                      transposed=ones.triu())
+        if not exactly(g, right, label, {d: g == w.tolist() != right for d, w in wrong.items()}):
             how_many = f"{int((got != ones.tril()).sum())} of {n * n}" if shown else "some"
             raise CheckFailed(f"{label} is not right: {how_many} entries differ from 'query i may "
                               "see key j when j <= i'")
@@ -301,8 +246,7 @@ def pattern_inputs(shape=(4, 12, 12), period=4, seed=0, kind="random"):
     of standard normal scores) or ``induction`` (most weight on the key after each earlier copy)."""
     if kind not in ("random", "induction"):
         raise ValueError(f"kind={kind!r} must be 'random' or 'induction'")
-    g, pos = torch.Generator().manual_seed(seed), shape[-1]
-    i, j = torch.arange(pos)[:, None], torch.arange(pos)[None, :]
+    g, i, j = torch.Generator().manual_seed(seed), torch.arange(shape[-1])[:, None], torch.arange(shape[-1])
     target = (j <= i - period + 1) & ((i - j + 1) % period == 0)
     scores = 2 * torch.randn(*shape, generator=g) + (4 * target if kind == "induction" else 0)
     return scores.masked_fill(j > i, float("-inf")).softmax(-1)
@@ -315,14 +259,13 @@ def _head_scores(fn, cases, name, reference, mistakes, periodic=False) -> None:
         p, period = pattern_inputs(**case), case["period"]
         kind = "an induction-like" if case.get("kind") == "induction" else "a random"
         label, shown, got = _try(
-            fn, name, case, (PATTERN_CASES, RANDOM_PATTERN),
-            f"pattern {tuple(p.shape)}" + (f", period={period}" if periodic else ""), p.clone(),
-            *((period,) if periodic else ()), kinds=(f"{kind} causal pattern", "a single pattern, no "
-                                                     "leading dimensions" if len(case["shape"]) == 2 else ""))
+            fn, name, case, (PATTERN_CASES, RANDOM_PATTERN), f"pattern {tuple(p.shape)}"
+            + (f", period={period}" if periodic else ""), (p.clone(), period)[:1 + periodic], kinds=(
+                f"{kind} causal pattern", "a single pattern, no leading dimensions" if len(case["shape"]) == 2 else ""))
         got, want = _tensor(got, label), tuple(p.shape[:-2])
         if tuple(got.shape) != want:
             raise CheckFailed(f"{label}: expected " + (f"shape {want} (the pattern's leading dimensions)" if shown
-                              else "the shape of the pattern's leading dimensions") + _got_shape(got.shape, shown)
+                              else "the shape of the pattern's leading dimensions") + _got(got.shape, shown)
                               + (f": {HINTS['head_scores']['per_query']}" if got.dim() > len(want) else ""))
         compare(got, reference(p, period).to(torch.float64), what=label, rtol=1e-5, atol=1e-6,
                 mistakes=mistakes(p.to(torch.float64), period))
@@ -332,13 +275,9 @@ def check_previous_token_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *
     """Check ``fn(pattern) -> (...)`` scores: the mean, over queries 1 .. pos-1, of the weight
     each puts on the key just before it.  Reference: course_lib.tasks.previous_token_score."""
     from ..tasks import previous_token_score
-
-    def diagonal(d, offset):
-        return d.diagonal(offset, -2, -1)
-
-    _head_scores(fn, cases, "previous_token_score", lambda p, _: previous_token_score(p), lambda d, _: _named(
-        "previous_token_score", itself=diagonal(d, 0).mean(-1), next_key=diagonal(d, 1).mean(-1),
-        by_pos=diagonal(d, -1).sum(-1) / d.shape[-1], summed=diagonal(d, -1).sum(-1)))
+    _head_scores(fn, cases, "previous_token_score", lambda p, _: previous_token_score(p), lambda d, _: named(
+        HINTS["previous_token_score"], itself=d.diagonal(0, -2, -1).mean(-1), next_key=d.diagonal(1, -2, -1).mean(-1),
+        by_pos=d.diagonal(-1, -2, -1).sum(-1) / d.shape[-1], summed=d.diagonal(-1, -2, -1).sum(-1)))
 
 
 def _induction_variant(p, period, offset=1, every_copy=True, first_query=None):
@@ -355,11 +294,13 @@ def check_induction_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *RANDO
     keys right after each earlier copy (i - period + 1, i - 2·period + 1, ...), averaged over
     those queries.  Reference: course_lib.tasks.induction_score."""
     from ..tasks import induction_score
-    _head_scores(fn, cases, "induction_score", induction_score, lambda d, t: _named(
-        "induction_score", the_copy=_induction_variant(d, t, offset=0),
-        two_after=_induction_variant(d, t, offset=2), latest_only=_induction_variant(d, t, every_copy=False),
-        every_query=_induction_variant(d, t, first_query=0), late=_induction_variant(d, t, first_query=t + 1),
-        early=_induction_variant(d, t, first_query=t - 1)), periodic=True)
+
+    def mistakes(d, t):
+        return named(HINTS["induction_score"], the_copy=_induction_variant(d, t, offset=0),
+                     two_after=_induction_variant(d, t, offset=2), latest_only=_induction_variant(
+                         d, t, every_copy=False), every_query=_induction_variant(d, t, first_query=0),
+                     late=_induction_variant(d, t, first_query=t + 1), early=_induction_variant(d, t, first_query=t - 1))
+    _head_scores(fn, cases, "induction_score", induction_score, mistakes, periodic=True)
 
 
 def heads_above_reference(scores, threshold):
@@ -369,15 +310,15 @@ def heads_above_reference(scores, threshold):
 
 
 def check_heads_above(fn, tables: Sequence = None) -> None:
-    """Check ``fn(scores, threshold) -> [(layer, head), ...]``: every head of an
-    (n_layers, n_heads) score table above the threshold, the highest score first."""
+    """Check ``fn(scores, threshold) -> [(layer, head), ...]``: every head of an (n_layers,
+    n_heads) score table above the threshold, the highest score first."""
     H, t = HINTS["heads_above"], RANDOM_TABLE
     visible = [(torch.tensor([[0.10, 0.92, 0.30], [0.61, 0.05, 0.74]]), 0.5), (torch.rand(
         t["n_layers"], t["n_heads"], generator=torch.Generator().manual_seed(t["seed"])), t["threshold"])]
     for number, (scores, threshold) in enumerate(visible if tables is None else tables):
         scores = torch.as_tensor(scores, dtype=torch.float32)
         label, _, got = _try(fn, "heads_above", number, ((0,), (1,)), f"scores {tuple(scores.shape)}, "
-                             f"threshold={threshold}", scores.clone(), threshold, shown=tables is None)
+                             f"threshold={threshold}", (scores.clone(), threshold), shown=tables is None)
         if not isinstance(got, list):
             raise CheckFailed(f"{label}: return a list of (layer, head) pairs, got {type(got).__name__}")
         try:
@@ -385,12 +326,11 @@ def check_heads_above(fn, tables: Sequence = None) -> None:
             if any(len(pair) != 2 for pair in got):
                 raise ValueError
         except (TypeError, ValueError):
-            raise CheckFailed(f"{label}: return a list of (layer, head) pairs of ints, got "
-                              f"{got!r:.80}") from None
+            raise CheckFailed(f"{label}: return a list of (layer, head) pairs of ints, got {got!r:.80}") from None
         expected, (n_layers, n_heads), flat = heads_above_reference(scores, threshold), scores.shape, scores.flatten()
         by_layers = [divmod(i, n_layers) for i in flat.argsort(descending=True).tolist() if flat[i] > threshold]
         side = "many" if len(got) > len(expected) else "few"
-        if not _exactly(got, expected, label, {
+        if not exactly(got, expected, label, {
                 H["order"]: sorted(got) == sorted(expected),
                 H["head_layer"]: sorted((h, l) for l, h in got) == sorted(expected),
                 H["by_layers"]: n_layers != n_heads and got == by_layers,
@@ -401,25 +341,21 @@ def check_heads_above(fn, tables: Sequence = None) -> None:
 # --- 5. missing or ignored -------------------------------------------------------------------
 
 def query_inputs(pos=16, period=5, seed=0):
-    """Seeded repeated tokens (pos,) with vocabulary 4·period (chance coincidences happen),
-    and a causal pattern (pos, pos) that looks at the key after an earlier copy for about half
-    of the queries and elsewhere for the others."""
+    """Seeded repeated tokens (pos,) with vocabulary 4·period (chance coincidences happen), and a
+    causal pattern (pos, pos) on the key after an earlier copy for about half of the queries."""
     from ..tasks import repeated_tokens
-    g = torch.Generator().manual_seed(seed)
+    g, i, j = torch.Generator().manual_seed(seed), torch.arange(pos)[:, None], torch.arange(pos)[None, :]
     tokens = repeated_tokens(1, pos, 4 * period, period, g)[0]
-    i, j = torch.arange(pos)[:, None], torch.arange(pos)[None, :]
-    target = (j <= i - period + 1) & ((i - j + 1) % period == 0)
-    looks = torch.rand(pos, 1, generator=g) < 0.5
-    scores = 2 * torch.randn(pos, pos, generator=g) + 6 * (target & looks)
+    looks = ((j <= i - period + 1) & ((i - j + 1) % period == 0)) & (torch.rand(pos, 1, generator=g) < 0.5)
+    scores = 2 * torch.randn(pos, pos, generator=g) + 6 * looks
     return tokens, scores.masked_fill(j > i, float("-inf")).softmax(-1)
 
 
-def missing_or_ignored_reference(tokens, pattern, i, threshold=0.5, keys="after-copy",
-                                 see_future=False, reverse=False):
-    """The label of query i: ``missing`` if no key j (1 <= j <= i) holds the answer
-    (tokens[j-1] == tokens[i] and tokens[j] == tokens[i+1]), ``ignored`` if the pattern puts
-    less than ``threshold`` on those keys, else ``used``.  The other arguments give the
-    outputs of the usual mistakes (the copy itself, keys after i, the labels swapped)."""
+def missing_or_ignored_reference(tokens, pattern, i, threshold=0.5, keys="after-copy", see_future=False,
+                                 reverse=False):
+    """The label of query i: ``missing`` if no key j (1 <= j <= i) holds the answer (tokens[j-1]
+    == tokens[i] and tokens[j] == tokens[i+1]), ``ignored`` if the pattern puts less than
+    ``threshold`` on those keys, else ``used``.  The other arguments give the usual mistakes'."""
     holds = [j for j in range(1, (len(tokens) - 1 if see_future else i) + 1)
              if (tokens[j - 1] == tokens[i] and tokens[j] == tokens[i + 1] if keys == "after-copy"
                  else j < i and tokens[j] == tokens[i])]
@@ -442,7 +378,7 @@ def check_missing_or_ignored(fn, cases: Sequence[Mapping] = (*QUERY_CASES, *RAND
         got = []
         for i in range(pos - 1):
             at = f"{label}, query {i}" if shown else label  # a hidden input's positions unsaid
-            answer = _own(fn, at, tokens.clone(), pattern.clone(), i, threshold, shown=shown)
+            answer = call(fn, at, tokens.clone(), pattern.clone(), i, threshold, shown=shown, **_OWN)
             if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
                 raise CheckFailed(f"{at}: answer with one of {', '.join(map(repr, LABELS))}, got {answer!r:.60}")
             got.append(answer.strip().lower())
@@ -451,9 +387,9 @@ def check_missing_or_ignored(fn, cases: Sequence[Mapping] = (*QUERY_CASES, *RAND
             return [missing_or_ignored_reference(tokens, pattern, i, threshold, **kw) for i in range(pos - 1)]
 
         expected = labels()
-        wrong = _named("missing_or_ignored", copy=labels(keys="copy"), future=labels(see_future=True),
-                       reversed=labels(reverse=True))
-        if not _exactly(got, expected, label, {d: got == w != expected for d, w in wrong.items()}):
+        wrong = named(HINTS["missing_or_ignored"], copy=labels(keys="copy"), future=labels(see_future=True),
+                      reversed=labels(reverse=True))
+        if not exactly(got, expected, label, {d: got == w != expected for d, w in wrong.items()}):
             bad = [i for i in range(pos - 1) if got[i] != expected[i]]
             raise CheckFailed(f"{label}: {len(bad)} of {pos - 1} queries get the wrong label, the first at "
                               f"query {bad[0]}" if shown else f"{label}: some queries get the wrong label")
@@ -475,17 +411,16 @@ def check_in_context_score(fn, cases: Sequence[Mapping] = (*CONTEXT_CASES, *RAND
     model, _ = load_induction_model()
     for case in cases:
         tokens, p = context_inputs(**case), case["period"]
-        label, _, got = _try(fn, "in_context_score", case, (CONTEXT_CASES, RANDOM_CONTEXT),
-                             f"model, tokens {tuple(tokens.shape)}, period={p}", model, tokens.clone(), p,
-                             own=False)
+        label, _, got = attempt(fn, "in_context_score", case, (CONTEXT_CASES, RANDOM_CONTEXT), f"model, tokens "
+                                f"{tuple(tokens.shape)}, period={p}", (model, tokens.clone(), p), explain_errors=True)
         got = _as_number(got, label)
         with torch.no_grad():
             losses = next_token_losses(model, tokens)  # (n_seqs, pos-1): [:, i] predicts token i+1
         first, later = losses[:, :p - 1].mean().item(), losses[:, p - 1:].mean().item()
-        check_value(got, later - first, what=label, rel=1e-4, mistakes=_named(
-            "in_context_score", sign=first - later,
-            off_by_one=losses[:, p:].mean().item() - losses[:, :p].mean().item(),
-            ratio=later / first, later_only=later))
+        check_value(got, later - first, what=label, rel=1e-4, mistakes=named(
+            HINTS["in_context_score"], sign=first - later,
+            off_by_one=losses[:, p:].mean().item() - losses[:, :p].mean().item(), ratio=later / first,
+            later_only=later))
 
 
 # --- sealed answers: the recap, the paper's figures, test yourself ---------------------------
@@ -498,9 +433,8 @@ check_paper = Question([SEALED["lesson2/paper_d_k"], SEALED["lesson2/paper_score
 """The paper's base model (:data:`PAPER_BASE`): d_k = d_model / h, and the measured standard
 deviation of q·k for standard normal q, k of that width (within 5 % of sqrt(d_k))."""
 
-QKV_OPTIONS = dict(a="what a token offers, so that others can find it",
-                   b="what a token is looking for in the others",
-                   c="what a token hands over to those that match it",
+QKV_OPTIONS = dict(a="what a token offers, so that others can find it", b="what a token is looking for in the "
+                   "others", c="what a token hands over to those that match it",
                    d="where the token sits in the sequence", e="how likely the token is to come next")
 """The sentences of test-yourself question 1 (the notebook prints them)."""
 TYS1_SEALED = {name: SEALED[f"lesson2/tys1/{name}"] for name in ("query", "key", "value")}
@@ -509,30 +443,27 @@ TYS1_SEALED = {name: SEALED[f"lesson2/tys1/{name}"] for name in ("query", "key",
 def check_tys1(answer) -> None:
     """Test-yourself 1: a dict matching query, key and value to letters of QKV_OPTIONS (sealed)."""
     if not isinstance(answer, Mapping) or set(answer) != set(TYS1_SEALED):
-        raise CheckFailed("tys1: give a dict with the keys 'query', 'key' and 'value', each "
-                          "mapped to a letter")
+        raise CheckFailed("tys1: give a dict with the keys 'query', 'key' and 'value', each mapped to a letter")
     for name, sealed in TYS1_SEALED.items():
         check_sealed(answer[name], sealed)
 
 
-SCALE_REASONS = dict(a="so that each query's weights sum to 1",
-                     b="a dot product of d_k numbers has a variance that grows with d_k; large "
-                       "scores make the softmax nearly one-hot and its gradient nearly zero",
-                     c="to make attention cheaper to compute", d="to hide the tokens that come later")
+SCALE_REASONS = dict(a="so that each query's weights sum to 1", b="a dot product of d_k numbers has a variance "
+                     "that grows with d_k; large scores make the softmax nearly one-hot and its gradient nearly "
+                     "zero", c="to make attention cheaper to compute", d="to hide the tokens that come later")
 """The options of test-yourself question 2."""
 check_tys2 = Question([SEALED[f"lesson2/{s}"] for s in ("tys2_reason", "tys2_unscaled", "tys2_scaled")])
 """Test-yourself 2: why divide by sqrt(d_k), and the mean largest weight over 8 keys at d_k = 256
-without and with the scale (seed 0, 10,000 draws).  The figures are sealed with five standard
+without and with the scale (seed 0, 10,000 draws).  The figures are sealed within five standard
 errors of the difference of two means (about 0.009 and 0.008), so two decimals pass; 0.92 and
 0.34, the swapped pair and a figure rounded further are sealed as mistakes."""
 
-MASK_DOES = dict(a="it hides every later token from each query: their scores become -inf, so their "
-                   "weights are 0", b="it hides every earlier token from each query",
-                 c="it hides each token from itself", d="it divides the scores by sqrt(d_k)")
+MASK_DOES = dict(a="it hides every later token from each query: their scores become -inf, so their weights are 0",
+                 b="it hides every earlier token from each query", c="it hides each token from itself",
+                 d="it divides the scores by sqrt(d_k)")
 WITHOUT_MASK = dict(a="the training loss stays high, and generation fails",
                     b="the training loss falls almost to zero, yet the model fails when it generates",
-                    c="nothing changes: the mask only makes training faster",
-                    d="generation becomes slower but stays right")
+                    c="nothing changes: the mask only makes training faster", d="generation becomes slower but stays right")
 """The options of test-yourself question 3."""
 check_tys3 = Question([SEALED["lesson2/tys3_mask_does"], SEALED["lesson2/tys3_without"]])
 """Test-yourself 3: what the causal mask does, and what goes wrong without it."""
