@@ -25,8 +25,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_close, check_sealed, check_value,
-               on_hidden, own_work, watch_calls, withheld)
+from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_close, check_equal, check_sealed,
+               check_value, is_shown, on_hidden, own_work, watch_calls, withheld)
 
 RANDOM_TAG = "[random shape] "
 """How a label marks an input made at run time."""
@@ -336,3 +336,40 @@ def read_choice(x, what: str, options: Sequence[str]):
     if norm not in options:
         raise CheckFailed(f"{what}: answer with one of {', '.join(map(repr, options))}, got {x!r:.60}")
     return norm
+
+
+# --- one try on a generated input, and answers with no tolerance (added with lesson 2) ---------
+# For checks whose inputs are made from a case (tensors drawn from a seed) rather than passed as
+# the learner's keyword arguments, so that an Exercise does not fit.
+
+def attempt(fn: Callable, name: str, case, cases: tuple[Sequence, Sequence], text: Mapping | str,
+            args: Sequence = (), kwargs: Mapping | None = None, *, kinds: Sequence[str] = (),
+            shown: bool = True, **options) -> tuple[str, bool, Any]:
+    """One :func:`call` of the learner's ``fn(*args, **kwargs)`` on ``case``, as ``(label,
+    shown, result)``: a case among the visible test's ``cases`` (fixed, made at run time) is
+    named ``name(text)`` while ``shown`` (:func:`label`), any other by its ``kinds`` only;
+    ``options`` go to :func:`call` (``shortcuts``, ``c_functions``, ``explain_errors``)."""
+    fixed, made = cases
+    shown = shown and is_shown(case, (*fixed, *made))
+    what = label(name, text, shown=shown, random=is_shown(case, made), kinds=kinds)
+    return what, shown, call(fn, what, *args, shown=shown, **options, **(kwargs or {}))
+
+
+def name_mistake(what: str, mistakes: Mapping[str, bool] | None, sep: str = " is not right: ") -> None:
+    """:class:`CheckFailed` ``what + sep + diagnosis`` for the first of ``mistakes``
+    (``{diagnosis: whether the answer matches that mistake}``) that matches; else nothing."""
+    diagnosis = next((d for d, matches in (mistakes or {}).items() if matches), None)
+    if diagnosis:
+        raise CheckFailed(f"{what}{sep}{diagnosis}")
+
+
+def exactly(got, expected, what: str, mistakes: Mapping[str, bool] | None = None,
+            sep: str = " is not right: ") -> bool:
+    """An answer with no tolerance (a list of labels, a bool mask as lists): True, and
+    :func:`~course_lib.checks.check_equal`'s record, if ``got == expected``; else
+    :func:`name_mistake`, or False if no mistake matches (the caller says what is wrong)."""
+    if got == expected:
+        check_equal(got, expected, what=what)
+        return True
+    name_mistake(what, mistakes, sep)
+    return False
