@@ -70,6 +70,8 @@ def test_exact_whole_numbers_and_choices():
                            choices=("attention", "feed-forward"), hints={"attention": "count"})
     assert sealed.judge(c, " feed forward ").ok
     assert sealed.judge(c, "attention").message == "part: 'attention' is not right: count"
+    # the answer is echoed as written, not in its canonical form
+    assert sealed.judge(c, " Attention").message == "part: ' Attention' is not right: count"
     assert "answer with one of" in sealed.judge(c, "mlp").message
 
 

@@ -444,7 +444,7 @@ def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> Non
         s, n, b = as_shape(case["card"]), case["n_tokens"], case.get("bytes_per_number", BYTES_16BIT)
         what = label("kv_bytes_per_sequence", f"a shape of {s.n_layers} layers, {s.sliding_layers}"
                      f" of them sliding with a window of {s.sliding_window}, {s.n_kv_heads} kv "
-                     f"heads of {s.d_head}, {n}, {b}", random=True) if case == RANDOM_SEQ_CASE \
+                     f"head{'s' * (s.n_kv_heads != 1)} of {s.d_head}, {n}, {b}", random=True) if case == RANDOM_SEQ_CASE \
             else _label("kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), n, b, kinds=(
                 "latent attention" if s.mla is not None else "every layer full attention"
                 if not s.sliding_layers else "every layer sliding"

@@ -236,10 +236,11 @@ def judge(sealed: Sealed, got) -> Verdict:
         h = digest(sealed.salt, form)
         if h in sealed.right:
             return Verdict(True, form=form)
+        said = f"{got!r:.60}"  # the answer as the learner wrote it, not its canonical form
         for text, hashes in sealed.mistakes:
             if h in hashes:
-                return Verdict(False, f"{what}: {form!r} is not right: {text}", text, form)
-        return Verdict(False, f"{what}: {form!r} is not right: "
+                return Verdict(False, f"{what}: {said} is not right: {text}", text, form)
+        return Verdict(False, f"{what}: {said} is not right: "
                               f"{sealed.hint or 'think again about what each option means'}",
                        form=form)
     if not is_number(got):
