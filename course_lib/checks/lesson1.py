@@ -69,11 +69,11 @@ def _shape(d_model, n_layers=1, d_vocab=1, n_ctx=1, n_heads=1):
 
 def _not_rounded(expected: float) -> dict:
     """Mistakes a rounded share would match: 2 to 4 decimals (of the fraction and of %)."""
-    words, m = HINTS["rounded"], {}
+    rounded, m = HINTS["rounded"], {}
     for k in (2, 3, 4):
-        m[words["decimals"].format(k=k)] = round(expected, k)
-        m[words["percent_decimals"].format(k=k - 1)] = round(100 * expected, k - 1)
-    m[words["percent"]] = 100 * expected
+        m[rounded["decimals"].format(k=k)] = round(expected, k)
+        m[rounded["percent_decimals"].format(k=k - 1)] = round(100 * expected, k - 1)
+    m[rounded["percent"]] = 100 * expected
     return m
 
 
