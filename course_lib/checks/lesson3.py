@@ -181,6 +181,14 @@ def _match(got: torch.Tensor, wrongs: Mapping, at: str, exercise: str) -> None:
             raise _no(exercise, key, at)
 
 
+def _first(exercise: str, label: str, rules, **fields) -> None:
+    """Fail naming the first of ``rules`` (``(hint key, condition)``, a callable condition called
+    only when reached) that holds; ``fields`` fill in the hints' words."""
+    for key, when in rules:
+        if when() if callable(when) else when:
+            raise _no(exercise, key, label, **fields)
+
+
 def _tensor(x, shape, what: str, names: str | None = None) -> torch.Tensor:
     """``x`` if it is a tensor of ``shape``; ``names``: the shape in words (a hidden input's sizes unsaid)."""
     if not isinstance(x, torch.Tensor):
@@ -338,51 +346,48 @@ def check_no_op(fn, blocks: Sequence[Mapping] = (*NO_OP_BLOCKS, *RANDOM_NO_OP_BL
             check_value(sum(after[n].numel() for n in changed if n not in outputs), 0, integer=True,
                         what=f"{label}: parameters changed outside the output projections")
             continue
+        attn_zero, ff_zero = "attn.out_proj.weight" in zero, "mlp.down.weight" in zero
         inputs_zero = [n for n in _INPUTS if n in zero]
         biases_left = [n for n in outputs if n.endswith("bias") and n not in zero]
-        attn_zero, ff_zero = "attn.out_proj.weight" in zero, "mlp.down.weight" in zero
-        for key, names, when in (
-                ("inputs_zeroed", inputs_zero, inputs_zero and not set(outputs) <= zero),
-                ("also_changed", [n for n in changed if n not in outputs], exact),
-                ("biases_left", biases_left, biases_left and {n for n in outputs if n.endswith("weight")} <= zero),
-                ("attention_only", (), attn_zero and not ff_zero), ("ff_only", (), ff_zero and not attn_zero),
-                ("slightly", (), torch.allclose(out, x, atol=1e-3)), ("not_its_input", (), True)):
-            if when:
-                raise _no("no_op", key, label, names=", ".join(names))
+        _first("no_op", label, (
+            ("inputs_zeroed", inputs_zero and not set(outputs) <= zero), ("also_changed", exact),
+            ("biases_left", biases_left and {n for n in outputs if n.endswith("weight")} <= zero),
+            ("attention_only", attn_zero and not ff_zero), ("ff_only", ff_zero and not attn_zero),
+            ("slightly", torch.allclose(out, x, atol=1e-3)), ("not_its_input", True)),
+            inputs=", ".join(inputs_zero), extra=", ".join(n for n in changed if n not in outputs),
+            biases=", ".join(biases_left))
 
 
 def check_add_block(fn, cases: Sequence[Mapping] = (*ADD_CASES, *RANDOM_ADD)) -> None:
-    """Check ``fn(model, where) -> new model``: a copy of a TinyGPT with one new block of the same
-    shape inserted at index ``where`` of ``blocks``, built to change nothing: the logits are
-    exactly (``torch.equal``) the original's.  The original model is left as it was."""
+    """Check ``fn(model, where) -> new model``: a copy of a TinyGPT with one new block of its shape
+    at index ``where`` of ``blocks``, built so that the logits are exactly (``torch.equal``) the
+    original's.  The original model is left as it was."""
     for case in cases:
         spec = {k: v for k, v in case.items() if k != "where"}
         model, where = toy_model(**spec), case["where"]
         label = _label("add_no_op_block", case, ADD_CASES, RANDOM_ADD, f"{_describe(spec)} model, where={where}",
                        _model_kind(spec))
-        at = f"index {where}" if HIDDEN not in label else "index where"  # a hidden input's position unsaid
+        shown = HIDDEN not in label
         before, n_before, tokens = copy.deepcopy(model.state_dict()), len(model.blocks), _tokens(model, where)
         with torch.no_grad():
             expected = model(tokens)
         result = _guarded(fn, label, model, where)
-        if result is model or len(model.blocks) != n_before or not all(
-                torch.equal(before[n], t) for n, t in model.state_dict().items()):
-            raise _no("add_block", "copy_first", label)
+        untouched = len(model.blocks) == n_before and all(torch.equal(before[n], t) for n, t in model.state_dict().items())
         blocks = getattr(result, "blocks", None)
-        if blocks is None or len(blocks) != n_before + 1:
-            raise _no("add_block", "one_more", label) if HIDDEN in label else _no(
-                "add_block", "n_plus_one", label, n=n_before, got="none" if blocks is None else len(blocks))
-        new = blocks[where]
-        if sum(p.numel() for p in new.parameters()) != block_params(model.shape)["total"]:
-            raise _no("add_block", "not_new", label, at=at)
-        for i, b in enumerate(b for j, b in enumerate(blocks) if j != where):
-            if not all(torch.equal(t, before[f"blocks.{i}.{n}"]) for n, t in b.state_dict().items()):
-                raise _no("add_block", "order", label, at=at)
+        n = "none" if blocks is None else len(blocks)
+        _first("add_block", label, (
+            ("copy_first", result is model or not untouched), ("one_more", n != n_before + 1 and not shown),
+            ("n_plus_one", n != n_before + 1),
+            ("not_new", lambda: sum(p.numel() for p in blocks[where].parameters()) != block_params(model.shape)["total"]),
+            ("order", lambda: not all(torch.equal(t, before[f"blocks.{i}.{k}"]) for i, b in enumerate(
+                b for j, b in enumerate(blocks) if j != where) for k, t in b.state_dict().items()))),
+            n=n_before, got=n, at=f"index {where}" if shown else "index where")  # a hidden input's position unsaid
         with torch.no_grad():
             got = result(tokens)
-        if not torch.equal(got, expected):
-            writes = new.attn.out_proj.weight.detach().any() or new.mlp.down.weight.detach().any()
-            raise _no("add_block", "writes" if writes else "not_exact", label)
+        new = blocks[where]
+        _first("add_block", label, (("writes", lambda: not torch.equal(got, expected) and (
+            new.attn.out_proj.weight.detach().any() or new.mlp.down.weight.detach().any())),
+            ("not_exact", lambda: not torch.equal(got, expected))))
         check_value(len(blocks), n_before + 1, what=f"{label}: blocks in the new model", integer=True)
         check_close(got, expected, what=f"{label}: logits, which must be the original's", rtol=0, atol=0)
 
@@ -430,34 +435,29 @@ def check_prune(fn, cases: Sequence[Mapping] = (*PRUNE_CASES, *RANDOM_PRUNE)) ->
                        "k = d_ff: every neuron kept" if every else "")
         before = copy.deepcopy(model.state_dict())
         result = _guarded(fn, label, model, k, forbidden=_FORBIDDEN_PRUNING, advice=H["prune"]["advice"])
-        if result is model or not all(torch.equal(before[n], t) for n, t in model.state_dict().items()):
-            raise _no("prune", "copy_first", label)
-        if len(getattr(result, "blocks", ())) != len(model.blocks):
-            raise _no("prune", "blocks", label)
+        _first("prune", label, (
+            ("copy_first", result is model or not all(torch.equal(before[n], t) for n, t in model.state_dict().items())),
+            ("blocks", lambda: len(getattr(result, "blocks", ())) != len(model.blocks))))
         for i, (b_new, b_old) in enumerate(zip(result.blocks, model.blocks)):
-            mlp, old = b_new.mlp, b_old.mlp
-            d_model, d_ff = old.up.in_features, old.up.out_features
-            blk = f"block {i}" if HIDDEN not in label else "in a block"  # a hidden model's blocks unsaid
-            if tuple(mlp.up.weight.shape) == (d_ff, d_model) and k < d_ff:
-                raise _no("prune", "still_wide", label, blk=f"block {i}" if HIDDEN not in label else "a block")
-            if tuple(mlp.up.weight.shape) != (k, d_model) or tuple(mlp.down.weight.shape) != (d_model, k):
-                raise _no("prune", "shapes", label, blk=blk)
+            new, old, shown = b_new.mlp, b_old.mlp, HIDDEN not in label  # a hidden model's blocks unsaid
+            (d_ff, d_model), shape = old.up.weight.shape, tuple(new.up.weight.shape)
+            where = dict(blk=f"block {i}" if shown else "in a block", a_blk=f"block {i}" if shown else "a block")
+            _first("prune", label, (("still_wide", shape == (d_ff, d_model) and k < d_ff),
+                                    ("shapes", shape != (k, d_model) or tuple(new.down.weight.shape) != (d_model, k))),
+                   **where)
             with torch.no_grad():  # for each new row of up, the index of the equal old row (or -1)
                 kept = [next(iter((old.up.weight == r).all(dim=1).nonzero().flatten().tolist()), -1)
-                        for r in mlp.up.weight]
+                        for r in new.up.weight]
                 order = neuron_scores(old).argsort(descending=True).tolist()
-            if -1 in kept or len(set(kept)) != k:
-                raise _no("prune", "rows", label, blk=blk)
-            if set(kept) != set(order[:k]):
-                raise _no("prune", "smallest" if set(kept) == set(order[-k:]) else
-                          "first_k" if set(kept) == set(range(k)) else "not_largest", label, blk=blk)
-            with torch.no_grad():
-                if not torch.equal(mlp.down.weight, old.down.weight[:, kept]):
-                    raise _no("prune", "down_columns", label, blk=blk)
-                if old.up.bias is not None and not torch.equal(mlp.up.bias, old.up.bias[kept]):
-                    raise _no("prune", "up_bias", label, blk=blk)
-                if old.down.bias is not None and not torch.equal(mlp.down.bias, old.down.bias):
-                    raise _no("prune", "down_bias", label, blk=blk)
+                top = set(kept) == set(order[:k])
+                _first("prune", label, (
+                    ("rows", -1 in kept or len(set(kept)) != k),
+                    ("smallest", not top and set(kept) == set(order[-k:])),
+                    ("first_k", not top and set(kept) == set(range(k))), ("not_largest", not top),
+                    ("down_columns", lambda: not torch.equal(new.down.weight, old.down.weight[:, kept])),
+                    ("up_bias", lambda: old.up.bias is not None and not torch.equal(new.up.bias, old.up.bias[kept])),
+                    ("down_bias", lambda: old.down.bias is not None and not torch.equal(new.down.bias, old.down.bias))),
+                    **where)
         tokens, reference = _tokens(model, k), prune_feed_forward(model, k)
         with torch.no_grad():
             got, expected = result(tokens), reference(tokens)
