@@ -22,8 +22,8 @@ from ..params import block_params
 from ..shapes import gpt2_shape, llama_shape
 from ..tiny_gpt import TinyGPT
 from . import CheckFailed, check_close, check_sealed, check_value, is_shown, watch_calls
-from .exercise import HIDDEN, RANDOM_TAG, call, close, label as named  # noqa: F401 - RANDOM_TAG: tests
-from .hints import load as _load_hints
+from .exercise import HIDDEN, RANDOM_TAG, call, close, heads_kind, label as named  # noqa: F401 - RANDOM_TAG: tests
+from .hints import load as _load_hints, named as _named
 from .sealed import load as _load_sealed
 
 SEALED = _load_sealed("lesson3")
@@ -203,8 +203,7 @@ def _block_kind(spec: Mapping) -> tuple:
     """A :func:`toy_block` spec's kind, in words (for a hidden test's block)."""
     kv, heads = spec.get("n_kv_heads"), spec.get("n_heads", 4)
     return ("a Llama-style block (RMSNorm, SwiGLU, no biases)" if spec.get("style") == "llama" else
-            "a GPT-2-style block", "" if kv is None or kv == heads else
-            "multi-query attention (one key/value head)" if kv == 1 else "grouped-query attention")
+            "a GPT-2-style block", "" if kv is None or kv == heads else heads_kind(heads, kv))
 
 
 def _size_kind(case: Mapping) -> tuple:
@@ -273,7 +272,7 @@ def block_part_mistakes(d_model: int, d_ff: int, style: str) -> dict:
                       feed_forward=dict(llama_ff_two=2 * d * f, llama_ff_biases=3 * d * f + 2 * f + d,
                                         d_ff_given=3 * d * 4 * d, llama_ff_two_4d=8 * d * d),
                       norms=dict(llama_rmsnorm_bias=4 * d, llama_no_norms=0, llama_one_norm=d))
-    return {part: {H["block_parts"][k]: v for k, v in m.items()} for part, m in values.items()}
+    return {part: _named(H["block_parts"], **m) for part, m in values.items()}
 
 
 def check_block_parts(fn, cases: Sequence[Mapping] = (*BLOCK_CASES, *RANDOM_SIZES)) -> None:
@@ -302,10 +301,9 @@ def check_ff_share(fn, cases: Sequence[Mapping] = (*BLOCK_CASES, *RANDOM_SIZES))
         got = call(fn, label, case["d_model"], case["d_ff"], case["style"], shown=HIDDEN not in label)
         p, d, f = _expected_parts(**case), case["d_model"], case["d_ff"]
         ff, attn, total = p["feed_forward"], p["attention"], p["total"]
-        mistakes = {h["two_thirds"]: 2 / 3, h["no_norms"]: ff / (attn + ff), h["ratio"]: ff / attn,
-                    h["attention"]: attn / total, h["percent"]: 100 * (ff / total)}
-        if case["style"] == "llama":
-            mistakes[h["swiglu_two"]] = 2 * d * f / (attn + 2 * d * f + p["norms"])
+        mistakes = _named(h, two_thirds=2 / 3, no_norms=ff / (attn + ff), ratio=ff / attn, attention=attn / total,
+                          percent=100 * (ff / total), swiglu_two=2 * d * f / (attn + 2 * d * f + p["norms"])
+                          if case["style"] == "llama" else None)
         try:
             check_value(got, ff / total, what=label, rel=1e-9, mistakes=mistakes)
         except CheckFailed as e:  # a size hint: the block_parts it builds on may be wrong
@@ -508,21 +506,18 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
                 f"the keys {sorted(map(str, got))}" if isinstance(got, Mapping) else type(got).__name__))
         (a0, f0), (a1, f1) = _part_sizes(original), _part_sizes(compressed)
         for part, removed, left in (("attention", a0 - a1, a1), ("feed_forward", f0 - f1, f1)):
-            mistakes = {h["left"]: left, h["sign"]: -removed}
-            if removed != a0 - a1 + f0 - f1:
-                mistakes[h["whole"]] = a0 - a1 + f0 - f1
-            if removed:
-                mistakes[h["lost_too"]] = 0
-            check_value(got[part], removed, what=f"{label}[{part!r}]", integer=True, mistakes=mistakes)
+            whole = a0 - a1 + f0 - f1
+            check_value(got[part], removed, what=f"{label}[{part!r}]", integer=True, mistakes=_named(
+                h, left=left, sign=-removed, whole=whole if removed != whole else None, lost_too=0 if removed else None))
         one, eight = task.accuracy(compressed, 1), task.accuracy(compressed, LONG_STEPS)
         prompts, answers = task.items(LONG_STEPS)
         with torch.no_grad():
             per_token = (compressed.generate(prompts, LONG_STEPS)[:, 1:] == answers).float().mean().item()
         check_value(got["one_step"], one, what=f"{label}['one_step']", rel=1e-9,
-                    mistakes={h["original"]: task.accuracy(original, 1), h["percent"]: 100 * one})
-        check_value(got["eight_step"], eight, what=f"{label}['eight_step']", rel=1e-9, mistakes={
-            h["estimate"]: one ** 8, h["per_token"]: per_token, h["original"]: task.accuracy(original, LONG_STEPS),
-            h["one_step"]: one, h["percent"]: 100 * eight})
+                    mistakes=_named(h, original=task.accuracy(original, 1), percent=100 * one))
+        check_value(got["eight_step"], eight, what=f"{label}['eight_step']", rel=1e-9, mistakes=_named(
+            h, estimate=one ** 8, per_token=per_token, original=task.accuracy(original, LONG_STEPS), one_step=one,
+            percent=100 * eight))
 
 
 # --- test yourself (sealed: neither this file nor a message shows the answers) ----------------
