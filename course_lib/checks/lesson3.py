@@ -21,8 +21,8 @@ from ..compression import chain_task, load_chain_model, neuron_scores, prune_fee
 from ..params import block_params
 from ..shapes import gpt2_shape, llama_shape
 from ..tiny_gpt import TinyGPT
-from . import CheckFailed, check_close, check_sealed, check_value, is_shown, watch_calls
-from .exercise import HIDDEN, RANDOM_TAG, call, close, heads_kind, label as named  # noqa: F401 - RANDOM_TAG: tests
+from . import CheckFailed, check_close, check_sealed, check_value, heads_kind, is_shown, watch_calls
+from .exercise import HIDDEN, RANDOM_TAG, call, close, label as named  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, named as _named
 from .sealed import load as _load_sealed
 
