@@ -4,7 +4,7 @@ cost.  Later answers in the model answer build on earlier ones: ``rotary_score``
 ``block_macs`` and ``score_matrix_bytes``, so a mistake there also costs the cells built on it.
 At most four entries per answer cell (each extra one costs an autograde run).
 
-Every entry fails the visible part of its own test cell (tests/test_checks_lesson4.py), except
+Every entry fails the visible part of its own test cell (tests/test_planted_mistakes.py), except
 those in :data:`HIDDEN_ONLY`, which only the hidden tests catch."""
 from . import Wrong
 

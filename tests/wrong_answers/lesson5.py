@@ -128,4 +128,4 @@ recap_bound = "compute"
 
 HIDDEN_ONLY: set[str] = set()
 """``why`` of the entries that pass the visible test and fail only the hidden one (none: every
-entry fails the visible part of its own test cell, tests/test_checks_lesson5.py)."""
+entry fails the visible part of its own test cell, tests/test_planted_mistakes.py)."""
