@@ -295,6 +295,43 @@ def test_servable_mistakes_are_named():
                                            lambda *a: {**servable(*a), "gpt-4": 1})
 
 
+def _size_card_edited(old, new):
+    """The model answer's size_card with one edit (a mistake), as a learner's function."""
+    source = _solution("q-size-card")
+    assert source.count(old) == 1, old
+    ns = {"cl": cl}
+    exec(source.replace(old, new), ns)
+    return ns["size_card"]
+
+
+NO_GQA = ('n_kv = config.get("num_key_value_heads", absent_kv.get(family)) or H',
+          'n_kv = H if family == "llama" else config.get("num_key_value_heads", absent_kv.get(family)) or H')
+"""A size_card right on the visible test's cards (Llama 2 7B: a key/value head per query head)
+that reads every Llama card so: wrong on Llama 3 8B and Llama 2 70B."""
+BLAME = "your size_card is not right on this input: make its test pass first"
+
+
+def test_servable_blames_a_wrong_size_card():
+    wrong = _size_card_edited(*NO_GQA)
+    C.check_size_card(wrong)  # the visible test's cards: right
+    NS_wrong = {**NS, "size_card": wrong}
+    exec(_solution("q-servable"), NS_wrong)
+    servable_on_wrong = NS_wrong["servable"]
+    C.check_servable(servable_on_wrong, wrong)  # Llama 3 8B is too short either way
+    hidden = [dict(context=4096, gpu_memory_bytes=24 * GiB, dtype="fp16")]
+    own = fails(C.check_servable, servable_on_wrong, scenarios=hidden)
+    assert "Meta-Llama-3-8B'] is not right" in own
+    assert fails(C.check_servable, servable_on_wrong, wrong, scenarios=hidden) == BLAME  # no input named
+    # a wrong servable with a right size_card keeps its own diagnosis
+    assert "fewer than that" in fails(C.check_servable, _servable_with(add=["Meta-Llama-3-8B"]),
+                                      size_card)
+    # a size_card not written yet leaves servable's own words
+    def unwritten(*a):
+        raise NotImplementedError()
+    assert "fewer than that" in fails(C.check_servable, _servable_with(add=["Meta-Llama-3-8B"]),
+                                      unwritten)
+
+
 def test_servable_may_not_read_cards_with_course_lib():
     def lazy(cards, context, gpu_memory_bytes, dtype="bf16"):
         return {n: r for n, r in servable(cards, context, gpu_memory_bytes, dtype).items()
@@ -388,6 +425,34 @@ def test_gqa():
     assert "cache 8 key/value heads" in fails(C.check_gqa, {**right, "requests_gqa": 2})
     assert "subtract them" in fails(C.check_gqa, {**right, "requests_gqa": 119})
     assert "read as 80 GiB" in fails(C.check_gqa, {**right, "requests_gqa": 25, "requests_mha": 1})
+
+
+def test_sealed_answers_built_on_a_wrong_size_card_blame_it():
+    wrong = _size_card_edited(*NO_GQA)
+    card = cl.card_config("Llama-2-70b-hf")
+    a = wrong(card, **C.GQA_SCENARIO)
+    b = wrong({**card, "num_key_value_heads": 64}, **C.GQA_SCENARIO)
+    gqa = {"cache_per_token_gqa": a["kv_cache_bytes_per_token"],
+           "cache_per_token_mha": b["kv_cache_bytes_per_token"],
+           "requests_gqa": a["requests_that_fit"], "requests_mha": b["requests_that_fit"]}
+    assert "8 key/value heads are cached" in fails(C.check_gqa, gqa)  # without size_card: its own
+    assert fails(C.check_gqa, gqa, wrong) == BLAME
+    C.check_gqa(_gqa_right(), wrong)  # a right answer passes: only a failure looks at size_card
+    assert "K and V projections grow too" in fails(C.check_gqa, {**_gqa_right(), "requests_mha": 2},
+                                                   size_card)
+    # the walk-away and the experts re-check on their own cards: a mistake only in Mixtral's
+    # active count is blamed by the experts, not by the walk-away's candidates
+    every_expert = _size_card_edited("active = total - unused", "active = total")
+    mixtral = every_expert(cl.card_config("Mixtral-8x7B-v0.1"), 8192, C.ACCELERATOR_BYTES, "bf16")
+    experts = {"total_params": mixtral["total_params"], "active_params": mixtral["active_params"],
+               "accelerators_needed": 2, "flops_per_token": 2 * mixtral["active_params"]}
+    assert "all 8 experts" in fails(C.check_experts, experts)
+    assert fails(C.check_experts, experts, every_expert) == BLAME
+    assert fails(C.check_walkaway, {**_walk("DeepSeek-V2-Lite"), "model": "Qwen3-8B"}, every_expert) \
+        == BLAME   # Qwen3-30B-A3B's active count is wrong too
+    # Llama 3 8B cannot read the scenario's context: its size changes no answer, so no blame
+    assert "serves fewer requests" in fails(C.check_walkaway, _walk("Qwen3-8B"), wrong)
+    assert "fewer than that" in fails(C.check_servable, _servable_with(add=["Meta-Llama-3-8B"]), wrong)
 
 
 def test_experts():

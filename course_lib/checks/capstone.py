@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+from contextlib import contextmanager, suppress
 from typing import Callable, Mapping, Sequence
 
 from .. import units
@@ -19,7 +20,7 @@ from ..params import count_params, mlp_params
 from ..units import GB, GiB, dtype_bytes
 from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_sealed, check_value,
                is_shown, on_hidden, own_work, watch_calls)
-from .exercise import Question, merged
+from .exercise import Question, merged, requires
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -44,6 +45,11 @@ VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1"
 """One shipped card per family, for the visible test of ``size_card``."""
 GQA_SCENARIO = dict(context=4096, gpu_memory_bytes=2 * units.H100_SXM_BYTES, dtype="bf16")
 """Llama 2 70B at 4,096 positions on two H100 SXM of 80 × 10^9 bytes (course_lib.units)."""
+GQA_CARDS = {"Llama-2-70b-hf": card_config("Llama-2-70b-hf"),
+             "Llama-2-70b-hf, 64 key/value heads": {**card_config("Llama-2-70b-hf"), "num_key_value_heads": 64}}
+"""The GQA example's two configs: the real card, and the same model with a key/value head per query head."""
+EXPERTS_SCENARIOS = tuple(dict(context=8192, gpu_memory_bytes=n * ACCELERATOR_BYTES, dtype="bf16") for n in (1, 2))
+"""The experts example's Mixtral on one and on two 80 GB accelerators, 8,192-token requests, 16-bit."""
 FLASH_CASE = dict(n_tokens=131_072, n_heads=32, bytes_per_number=2)
 """The module text's score matrix: 131,072 tokens, 32 heads, 16-bit numbers."""
 COPY_PERIOD, COPY_SEQS, COPY_SEED = 10, 200, 0
@@ -243,9 +249,43 @@ def check_unknown_family(fn) -> None:
                  choices=("valueerror naming it", *words), hints=words)
 
 
-def check_servable(fn, cards=CANDIDATES, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
+@contextmanager
+def blames_size_card(size_card, cards, scenarios: Sequence[Mapping]):
+    """Around a check built on the learner's ``size_card`` (None: not given): if it fails,
+    re-check ``size_card`` on the ``cards`` and ``scenarios`` it used (:func:`requires`), so a
+    wrong one is named as the cause; a right one, or one not written yet, leaves the check's
+    own message.  Only a failure looks: an answer right despite a wrong size_card still passes."""
+    try:
+        yield
+    except CheckFailed:
+        with suppress(NotImplementedError):  # size_card not written yet: this check's own words
+            if size_card is not None:
+                requires("size_card", _size_card_right, size_card, cards, scenarios)
+        raise
+
+
+def _size_card_right(fn, cards, scenarios) -> None:
+    """:func:`check_size_card`, an error ``fn`` raises on these cards failing it too."""
+    try:
+        check_size_card(fn, cards, scenarios)
+    except (CheckFailed, NotImplementedError):
+        raise
+    except Exception:  # noqa: BLE001 - the learner's size_card raised here: it is not right
+        raise CheckFailed("size_card raised") from None
+
+
+def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
     """``fn(cards, context, gpu_memory_bytes, dtype) -> {name: requests}`` holding exactly the
-    cards that can serve the scenario (:func:`expected_servable`), with the requests that fit."""
+    cards that can serve the scenario (:func:`expected_servable`), with the requests that fit.
+    Given the learner's ``size_card`` (which ``fn`` uses), a failure on a scenario blames it if
+    it is wrong there on a card whose positions cover the context (the others' sizes change
+    nothing), :func:`blames_size_card`."""
+    if size_card is not None:
+        for sc in scenarios:
+            reach = {n: c for n, c in _cases(cards, ())[0].items() if context_limit(c) >= sc["context"]}
+            with blames_size_card(size_card, reach, [sc]):
+                check_servable(fn, None, cards, [sc])
+        return
     (configs, args), words = _cases(cards, scenarios), HINTS["servable"]
     cards_shown = not isinstance(cards, Mapping) and tuple(cards) == CANDIDATES
     for sc, (context, memory, dtype) in zip(scenarios, args):
@@ -274,25 +314,30 @@ def check_servable(fn, cards=CANDIDATES, scenarios: Sequence[Mapping] = (SCENARI
                         mistakes=size_mistakes(configs[name], context, memory, dtype)["requests_that_fit"])
 
 
-def _sealed_dict(what: str, *keys: str) -> Callable:
+def _sealed_dict(what: str, *keys: str, cards=(), scenarios: Sequence[Mapping] = ()) -> Callable:
     """A check of a dict answer holding ``keys``, each compared with its sealed answer
-    ``capstone/<what>/<key>`` (sealed_answers/capstone.json), in order."""
-    def check(answer) -> None:
-        got = as_keyed(answer, keys, what)
-        for key in keys:
-            check_sealed(got[key], SEALED[f"capstone/{what}/{key}"])
+    ``capstone/<what>/<key>`` (sealed_answers/capstone.json), in order; ``check(answer,
+    size_card)`` also blames the learner's size_card if it is wrong on the ``cards`` and
+    ``scenarios`` the answer is built from (:func:`blames_size_card`)."""
+    def check(answer, size_card=None) -> None:
+        with blames_size_card(size_card, cards, scenarios):
+            got = as_keyed(answer, keys, what)
+            for key in keys:
+                check_sealed(got[key], SEALED[f"capstone/{what}/{key}"])
     check.__name__ = check.__qualname__ = f"check_{what}"
     return check
 
 
-check_walkaway = _sealed_dict("walkaway", "model", *SIZE_KEYS)
-"""The walk-away question (:data:`WALKAWAY_MIN_PARAMS`): the model and its four sizes, sealed."""
+check_walkaway = _sealed_dict("walkaway", "model", *SIZE_KEYS, scenarios=(SCENARIO,), cards=tuple(
+    n for n in CANDIDATES if context_limit(card_config(n)) >= SCENARIO["context"]))
+"""The walk-away question (:data:`WALKAWAY_MIN_PARAMS`): the model and its four sizes, sealed;
+given size_card, blamed on it if it is wrong on a candidate that reads the scenario's context."""
 check_gqa = _sealed_dict("gqa", "cache_per_token_gqa", "cache_per_token_mha", "requests_gqa",
-                         "requests_mha")
+                         "requests_mha", cards=GQA_CARDS, scenarios=(GQA_SCENARIO,))
 """2023: Llama 2 70B's cache per token (bytes) with its 8 key/value heads and with 64, and the
 4,096-token requests that fit in :data:`GQA_SCENARIO` either way; sealed."""
 check_experts = _sealed_dict("experts", "total_params", "active_params", "accelerators_needed",
-                             "flops_per_token")
+                             "flops_per_token", cards=("Mixtral-8x7B-v0.1",), scenarios=EXPERTS_SCENARIOS)
 """2024: Mixtral 8x7B's total and active parameters, the fewest 80 GB accelerators for its 16-bit
 weights and one 8,192-token request, and FLOPs per token (2 per active parameter); sealed."""
 check_paper_blocks = Question((SEALED["capstone/paper_block_weights"],

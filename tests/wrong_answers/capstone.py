@@ -143,6 +143,10 @@ while size_card(mixtral, 8192, n * capstone.ACCELERATOR_BYTES, "bf16")["requests
 
 _RECAP = '''recap = {{1: ("C", "T"), 2: ("E", "R"), 3: ("B", "U"), 4: ("F", "P"), 5: {five}, 6: {six}}}'''
 
+LLAMA_MHA = "Llama read as one key/value head per query head (true of Llama 2 7B, not of Llama 3 or 2 70B)"
+HIDDEN_ONLY = {LLAMA_MHA}
+"""Mistakes the visible test of their own cell passes (tests/test_planted_mistakes.py)."""
+
 WRONG = [
     # --- exercise 1: size_card (servable, walkaway, gqa and experts use it) --------------------
     Wrong("q-size-card", _size_card(
@@ -165,6 +169,12 @@ WRONG = [
         ('sliding = types.count("sliding_attention")', "sliding = 0")),
         ["t-size-card", "t-servable"],
         "sliding layers cached in full (Gemma 3's window ignored; Mistral's kept)"),
+    # Right on every card the visible test shows (Llama 2 7B has a key/value head per query
+    # head), wrong on Llama 3 8B and Llama 2 70B: the later checks blame size_card, not themselves.
+    Wrong("q-size-card", _size_card((
+        'n_kv = config.get("num_key_value_heads", absent_kv.get(family)) or H',
+        'n_kv = H if family == "llama" else config.get("num_key_value_heads", absent_kv.get(family)) or H')),
+        ["t-size-card", "t-size-card-unseen", "t-servable", "t-gqa"], LLAMA_MHA),
 
     # --- exercise 2: servable ---------------------------------------------------------------
     Wrong("q-servable", _SERVABLE.format(
