@@ -146,8 +146,8 @@ def add_no_op_block(model, where):
           "8-step accuracy estimated as p^8 instead of running the long test"),
     Wrong("q-report", _report(attention="0", feed_forward="removed_attention + removed_ff"),
           ["t-report"],
-          "every removed parameter put in the feed-forward layer: passes the visible test "
-          "(a feed-forward cut), fails the hidden attention cut"),
+          "every removed parameter put in the feed-forward layer (the visible test's attention "
+          "cut catches it)"),
 
     # --- test yourself ---------------------------------------------------------------------------
     Wrong("q-tys1", 'tys_new_block_reason = "a"\ntys_new_block_zeroed = {"attn.out_proj", "mlp.down"}',
@@ -161,9 +161,6 @@ def add_no_op_block(model, where):
           "losses added (1 − 8 × 0.02) instead of compounded"),
 ]
 
-HIDDEN_ONLY: set[str] = {
-    "every removed parameter put in the feed-forward layer: passes the visible test "
-    "(a feed-forward cut), fails the hidden attention cut",
-}
+HIDDEN_ONLY: set[str] = set()
 """``why`` of the entries that pass the visible test and fail only the hidden one
 (tests/test_planted_mistakes.py)."""
