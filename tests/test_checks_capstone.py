@@ -126,6 +126,9 @@ SIZE_MISTAKES = [
     ("gemma-2b", "requests_that_fit",
      lambda v, s, c, m, d: m // cl.kv_cache_bytes_per_sequence(s, c, d), "weights come first"),
     ("gemma-2b", "requests_that_fit", lambda v, *_: v + 1, "round down"),
+    ("Meta-Llama-3-8B", "requests_that_fit",  # 141 GB read as 141 GiB
+     lambda v, s, c, m, d: _req(m // 10**9 * 2**30, cl.weight_bytes(s, d),
+                                cl.kv_cache_bytes_per_sequence(s, c, d)), "reading it as GiB"),
     ("gemma-2b", "requests_that_fit",
      lambda v, s, c, m, d: _req(m, cl.weight_bytes(s, d) + 2 * s.d_vocab * s.d_model,
                                 cl.kv_cache_bytes_per_sequence(s, c, d)), "stored once"),

@@ -429,15 +429,20 @@ def test_flash_mistakes_are_named(kib, shrink, phrase):
 # --- test yourself and recap -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("answer, phrase", [
-    ({"a", "b", "c", "d", "h"}, "always at the end"),
-    ({"a", "b", "c", "d", "f"}, "short prompt"),
-    ({"a", "b", "c"}, "tiled attention"),
-    ({"a", "b", "d"}, "native or extended"),
+    ({"a", "b", "c", "d", "h"}, "1 of your letters is not worth asking and 0 worth asking are missing"),
+    ({"a", "b", "c", "d", "f", "h"}, "2 of your letters are not worth asking and 0 worth asking are"),
+    ({"a", "b", "c"}, "0 of your letters are not worth asking and 1 worth asking is missing"),
+    ({"b", "h"}, "1 of your letters is not worth asking and 3 worth asking are missing"),
     ({"a", "b", "c", "z"}, "not one of the letters"),
     (4, "set of letters"),
 ])
-def test_vendor_mistakes_are_named(answer, phrase):
-    assert phrase in fails(L4.check_tys_vendor, answer)
+def test_vendor_mistakes_are_counted_not_named(answer, phrase):
+    """The feedback counts the wrong letters without naming one (naming them, answer after
+    answer, would give the whole set away; the newcomer trial recovered it in eight tries)."""
+    msg = fails(L4.check_tys_vendor, answer)
+    assert phrase in msg, msg
+    if "worth asking" in phrase:
+        assert not any(f"({c})" in msg or f"'{c}'" in msg for c in "abcdefgh"), msg
 
 
 def _recap(**changes):
@@ -459,6 +464,9 @@ def _recap(**changes):
     (_recap(score_bytes_per_layer=lambda n, h, **_: 16 * n * n * h), "bits"),
     (_recap(score_bytes_per_layer=lambda n, **_: 2 * n * n), "one head's"),
     (_recap(score_bytes_per_layer=lambda n, h, L, **_: 2 * n * n * h * L), "all layers"),
+    # 4 bytes a score gives what counting the softmax weights too gives: both causes are named
+    (_recap(score_bytes_per_layer=lambda n, h, **_: 4 * n * n * h), "the softmax weights too"),
+    (_recap(score_bytes_per_layer=lambda n, h, **_: 4 * n * n * h), "4 bytes a score (32-bit)"),
 ])
 def test_recap_mistakes_are_named(fn, phrase):
     msg = fails(L4.check_longest_input, fn)

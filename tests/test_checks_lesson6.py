@@ -429,6 +429,8 @@ REQUEST_MISTAKES = [
     (_req(lambda mem, w, seq, s, **_: (mem - w) // (seq * s.group_size)), None, "query heads"),
     (_req(lambda mem, w, seq, **_: (mem - w) // seq),
      [dict(card="Llama-2-70b-hf", n_tokens=4096, memory_bytes=80 * 2**30)], "return 0"),
+    # 80 GB read as 80 GiB: one request more here, as rounding up would give; both are named
+    (_req(lambda mem, w, seq, **_: (mem // 10**9 * 2**30 - w) // seq), None, "not 80 GiB"),
 ]
 
 

@@ -177,7 +177,8 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         latent=2 * L * H * s.d_head * b if mla else None,
         rotary_key=L * s.mla.kv_lora_rank * b if mla else None)
     requests = _words(
-        "size_card", weights_first=fit(0, seq), round_down=fit(wb, seq) + 1,
+        "size_card", memory_gib=0 if mem * GiB // GB <= wb else int((mem * GiB // GB - wb) // seq),
+        weights_first=fit(0, seq), round_down=fit(wb, seq) + 1,
         requests_gqa=fit(wb, seq * H // KV), window=fit(wb, tok * context) if window else None,
         global_layers=fit(wb, tok * s.sliding_window) if window and s.sliding_layers < L else None,
         by_total=fit(math.ceil(c.active * b), seq) if moe else None,

@@ -26,7 +26,7 @@ from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
 from . import (CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, own_work,
                watch_calls)
-from .exercise import HIDDEN, RANDOM_TAG, Question, close, label  # noqa: F401 - RANDOM_TAG: tests
+from .exercise import HIDDEN, RANDOM_TAG, Question, close, label, merged  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -519,8 +519,18 @@ def check_tys_vendor(letters) -> None:
     if unknown := sorted(picked - set(VENDOR_QUESTIONS)):
         raise CheckFailed(f"tys_vendor: {', '.join(map(repr, unknown))} is not one of the letters "
                           f"{', '.join(VENDOR_QUESTIONS)}")
+    wrong = {True: 0, False: 0}  # picked but not worth asking; worth asking but left out
     for c in VENDOR_QUESTIONS:
-        check_sealed("yes" if c in picked else "no", VENDOR_SEALED[c])
+        try:
+            check_sealed("yes" if c in picked else "no", VENDOR_SEALED[c])
+        except CheckFailed:
+            wrong[c in picked] += 1
+    if wrong[True] or wrong[False]:  # counts only: naming a letter would give its answer away
+        raise CheckFailed(f"tys_vendor is not right: {wrong[True]} of your letters "
+                          f"{'is' if wrong[True] == 1 else 'are'} not worth asking and {wrong[False]} "
+                          f"worth asking {'is' if wrong[False] == 1 else 'are'} missing; for each "
+                          "question, ask whether its answer changes what the long context costs or "
+                          "gives you")
 
 
 def _longest(d: int, L: int, h: int, n: int) -> dict:
@@ -533,8 +543,8 @@ def _longest(d: int, L: int, h: int, n: int) -> dict:
                 times_heads=2 * (m.weights + h * m.attention_scores)), "block_macs"),
             "attention_share": (share, 1e-6, _named("longest_input", ratio=m.attention_scores / m.weights,
                                                     percentage=100 * share, rest=1 - share), "block_macs"),
-            "score_bytes_per_layer": (b, 1e-9, {**_score_byte_mistakes(n, h, BYTES_16BIT), **_named(
-                "longest_input", all_layers=b * L, gib=b / GiB)}, "score_matrix_bytes")}
+            "score_bytes_per_layer": (b, 1e-9, merged({**_score_byte_mistakes(n, h, BYTES_16BIT), **_named(
+                "longest_input", fp32=2 * b, all_layers=b * L, gib=b / GiB)}), "score_matrix_bytes")}
 
 
 def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES) -> None:

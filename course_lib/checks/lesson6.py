@@ -342,6 +342,7 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
         mha_w = weight_bytes(s.with_(n_kv_heads=s.n_heads), _dtype(b))
         _check(fn, what, (s, n, mem, b), None, (None, "", max(0, (mem - w) // seq), merged(_hints(
             "requests_that_fit", too_big=(mem - w) // seq if w > mem else None,
+            memory_gib=max(0, (mem * GiB // GB - w) // seq),
             no_weights=mem // seq, mha_weights=max(0, (mem - mha_w) // seq),
             round_up=math.ceil((mem - w) / seq), round_nearest=round((mem - w) / seq),
             keys_only=max(0, (mem - w) // (seq // 2)),
