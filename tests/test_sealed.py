@@ -217,3 +217,12 @@ def test_check_close(monkeypatch, capsys):
     rec = json.loads(capsys.readouterr().out.split(" ", 1)[1])
     assert rec["got"]["shape"] == [10_000] and len(rec["got"]["values"]) <= records.MAX_VALUES
     assert math.isclose(rec["rtol"], 1e-5)
+
+
+def test_a_sealed_zero_says_no_power_of_ten():
+    """An answer sealed as 0 (no request fits) has no power of ten: a negative answer is told its
+    sign is wrong, another one the hint, never 'less than 10 times off'."""
+    z = sealed.seal_number("requests", 0, salt="test/zero", rel=0, hint="the weights come first")
+    assert sealed.judge(z, 0).ok
+    assert sealed.judge(z, -3).message == "requests is not right: its sign is wrong."
+    assert sealed.judge(z, 5).message == "requests is not right: the weights come first."

@@ -191,3 +191,13 @@ def test_a_failed_check_renders_as_one_line_and_keeps_its_message():
     e.exercise = "Exercise 1"
     assert ANSI.sub("", e._render_traceback_()[0]) == f"✗ Exercise 1: {e}"
     assert isinstance(e, AssertionError)  # nbgrader still scores the cell 0
+
+
+def test_two_checks_of_one_exercise_say_which_passed():
+    """The capstone's Exercise 1 has two test cells (its cards; an unknown family): each pass
+    line names its check, so the learner can tell them apart; a check alone keeps the label."""
+    assert ANSI.sub("", tutor.passed_line("capstone", "check_unknown_family")).startswith(
+        "Exercise 1 (unknown family) passed")
+    assert ANSI.sub("", tutor.passed_line("capstone", "check_size_card")).startswith(
+        "Exercise 1 (size card) passed")
+    assert ANSI.sub("", tutor.passed_line("capstone", "check_gqa")) == "Exercise 7 passed."

@@ -368,7 +368,7 @@ def check_copy_losses(fn, periods: Sequence[int] = (COPY_PERIOD,), seeds: Sequen
     mean loss of the copied tokens after them)``: ``losses[:, :period]`` and ``losses[:, period:]``,
     on the induction model's losses for each period and on a random tensor per seed."""
     import torch
-    cases = [(copy_eval_losses(p), p, f"copy_losses on the induction model's losses, period {p}"
+    cases = [(copy_eval_losses(p), p, f"copy_losses(the induction model's losses, {p})"
               if p == COPY_PERIOD else on_hidden("copy_losses", "the induction model's losses"))
              for p in periods]
     for seed in seeds:

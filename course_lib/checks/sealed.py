@@ -269,8 +269,10 @@ def _size_hint(sealed: Sealed, x: float) -> str:
         return hint or "think again"
     if x == 0:
         return "you answered 0" + (f"; {hint}" if hint else "")
-    if sealed.sign and (x > 0) != (sealed.sign > 0):
+    if (sealed.sign and (x > 0) != (sealed.sign > 0)) or (not sealed.sign and x < 0):
         return "its sign is wrong"
+    if not sealed.sign:  # the answer is 0: no power of ten to compare with
+        return hint or "think again"
     k = _decade(x) - sealed.decade
     # Only the answer's power of ten is known, so the words say no more than it proves: a
     # decade apart is between 1 and 100 times off, two decades between 10 and 1,000 ...

@@ -204,10 +204,14 @@ def _say_passed(result) -> None:
 
 
 def passed_line(lesson: str, check: str) -> str:
-    """What a passing visible check prints: ``Exercise 1 passed. The hidden tests will try
-    other inputs when your work is graded.``"""
-    entry = table().get(lesson, {}).get("checks", {}).get(check, {})
+    """What a passing visible check prints: ``Exercise 1 passed (the instructor's hidden tests
+    try other inputs when your work is graded).``; where two checks test one exercise, the
+    check's name follows its label (``Exercise 1 (unknown family) passed``)."""
+    checks = table().get(lesson, {}).get("checks", {})
+    entry = checks.get(check, {})
     label = entry.get("label") or check.removeprefix("check_").replace("_", " ")
+    if entry.get("label") and sum(e.get("label") == label for e in checks.values()) > 1:
+        label += f" ({check.removeprefix('check_').replace('_', ' ')})"  # two tests of one exercise
     more = " (the instructor's hidden tests try other inputs when your work is graded)" \
         if entry.get("hidden") else ""
     return f"{GREEN}{label} passed{more}.{RESET}"
