@@ -165,6 +165,21 @@ def _click(driver, xpath, timeout=30):
     _wait(driver, attempt, timeout)
 
 
+def _click_element(driver, element, timeout=30):
+    """Scroll ``element`` to the middle of the notebook and click it once nothing lies over it
+    (under load, an output rendered above it may still be moving the cells)."""
+    from selenium.common.exceptions import ElementClickInterceptedException
+
+    def attempt(d):
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+        try:
+            element.click()
+            return True
+        except ElementClickInterceptedException:
+            return False
+    _wait(driver, attempt, timeout)
+
+
 def _run_menu(driver, menu, item):
     _click(driver, f"//li[contains(@class,'lm-MenuBar-item')][.//div[text()='{menu}']]")
     _click(driver, f"//li[contains(@class,'lm-Menu-item')][.//div[text()='{item}']]")
@@ -228,7 +243,7 @@ def test_a_learner_in_a_real_browser(tmp_path):
         # type the answer into the answer cell, run it, the demo and the test
         answer = first_test - 2
         editor = cells[answer].find_element(By.CSS_SELECTOR, ".cm-content")
-        editor.click()
+        _click_element(driver, editor)
         editor.send_keys(Keys.CONTROL, "a")
         editor.send_keys(Keys.DELETE)
         editor.send_keys(ANSWER)
