@@ -56,7 +56,7 @@ def _before(assignment: str) -> dict[str, dict]:
     """The model-answer namespace just before each answer cell, ``{grade_id: namespace}``."""
     ns: dict = {"__name__": "__main__"}
     out = {}
-    for i, (gid, src) in enumerate(_cells(assignment)):
+    for gid, src in _cells(assignment):
         if gid.startswith("q-"):
             out[gid] = dict(ns)
         _run([(gid, src)], ns)

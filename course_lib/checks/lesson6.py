@@ -20,7 +20,7 @@ from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_equal, check_value, confirm_close,
                heads_kind, is_shown, on_hidden, own_work, watch_calls)
-from .exercise import RANDOM_TAG, Question, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
+from .exercise import RANDOM_TAG, Question, dtype_name, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -43,7 +43,6 @@ positions; d_head · n_heads ≠ d_model with four norms a block."""
 KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b")  # grouped-query; d_head ≠ d_model / n_heads
 FOUR_SIZES_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "weight_bytes")
 EXACT, CLOSE = dict(integer=True), dict(rel=1e-12)  # a count; bytes (check_value's keywords)
-_DTYPE = {1: "int8", 2: "bf16", 4: "fp32"}
 _SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_sizes"},
               "shapes.py": {"kv_cache_width"}}
 
@@ -65,10 +64,8 @@ _hints = words("lesson6")
 """``{words: value}`` of mistakes keyed as in hints/lesson6.toml (None: not on this input)."""
 
 
-def _dtype(bytes_per_number) -> str:
-    if bytes_per_number not in _DTYPE:
-        raise ValueError(f"bytes_per_number={bytes_per_number!r} must be one of {sorted(_DTYPE)}")
-    return _DTYPE[bytes_per_number]
+_dtype = dtype_name
+"""The dtype course_lib's counters take for bytes_per_number (exercise.dtype_name)."""
 
 
 def _plain(s: ModelShape) -> ModelShape:
