@@ -163,8 +163,13 @@ def write_canvas_gradebook(export: Path, reports, assignment: str, path: Path,
 
 
 def _comment(r) -> str:
-    return (f"{r.assignment}: {_fmt(r.score)} / {_fmt(r.max_score)} points ({r.status}); "
-            "see your feedback file")
+    """Moodle's feedback comment: the score and status, then where the feedback is; for a row
+    that could not be graded (missing, invalid, a limit reached) the reason instead, as its
+    detail says it (an autograde error's detail is for the instructor: its logs)."""
+    head = f"{r.assignment}: {_fmt(r.score)} / {_fmt(r.max_score)} points ({r.status})"
+    if r.status in ("graded", "blank", "autograde_error", "interrupted") or not r.detail:
+        return head + "; see your feedback file"
+    return f"{head}: {r.detail}"
 
 
 def write_moodle_worksheet(reports, assignment: str, path: Path,

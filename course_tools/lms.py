@@ -108,9 +108,12 @@ class Staged:
     def summary(self) -> str:
         """One line for the report: the layout, how many students, which assignments."""
         late = sum(1 for s in self.submissions if s.late)
-        return (f"submissions: {self.layout} layout, "
-                f"{len({s.student for s in self.submissions})} student(s), "
-                f"{', '.join(self.assignments)}" + (f", {late} late" if late else ""))
+        students = {s.student for s in self.submissions}
+        sent = {s.student for s in self.submissions if s.files}
+        return (f"submissions: {self.layout} layout, {len(students)} student(s)"
+                + (f" ({len(sent)} submitted, {len(students - sent)} on the roster only)"
+                   if sent != students else "")
+                + f", {', '.join(self.assignments)}" + (f", {late} late" if late else ""))
 
     def by_student(self) -> dict[tuple[str, str], Submission]:
         return {(s.student, s.assignment): s for s in self.submissions}

@@ -150,6 +150,9 @@ def test_roster_gives_every_enrolled_student_a_row(tmp_path):
     assert subs["12345"].name == "Lovelace, Ada"  # the roster's name over the login
     assert subs["12347"].notes == ["on the roster; nothing submitted"]
     assert (st.root / "12347").is_dir() and not any((st.root / "12347").iterdir())
+    # the intake line counts who sent something apart from who is only on the roster
+    assert st.summary() == ("submissions: canvas layout, 3 student(s) (1 submitted, 2 on the "
+                            "roster only), lesson1")
     moodle = tmp_path / "worksheet.csv"
     moodle.write_text(MOODLE_WORKSHEET)
     assert [(e.lms_id, e.name, e.late) for e in lms.read_roster(moodle)] == [
@@ -321,6 +324,13 @@ def test_moodle_worksheet_from_scratch_and_filled(tmp_path):
         ("Participant 501", "ada@example.org", "7"), ("Participant 502", "alan@example.org", "10"),
         ("Participant 503", "grace@example.org", "")]
     assert "7 / 10 points" in rows[0]["Feedback comments"]
+    # a student with nothing graded is told why, not sent to a feedback file about nothing
+    gone = Report("503", "lesson1", "missing", max_score=10, lms_id="503",
+                  detail="no notebook lesson1.ipynb in lesson1/")
+    exports.write_moodle_worksheet([gone], "lesson1", tmp_path / "m3.csv", now=0)
+    (row,) = csv.DictReader(io.StringIO((tmp_path / "m3.csv").read_text()))
+    assert row["Feedback comments"] == ("lesson1: 0 / 10 points (missing): no notebook "
+                                        "lesson1.ipynb in lesson1/")
 
 
 def test_the_grade_command_refuses_a_hostile_zip_in_one_line(mini_course, tmp_path, capsys):
