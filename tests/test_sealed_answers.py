@@ -30,7 +30,7 @@ import nbformat
 import pytest
 
 import course_lib
-from course_lib.checks import records, watch_calls
+from course_lib.checks import records, sealed, watch_calls
 from scans import _forms
 from wrong_answers import strip_solution_markers
 
@@ -166,6 +166,12 @@ def test_every_fixed_answer_is_sealed(name, monkeypatch):
                 problems.append(f"{where}: the grader would fail the model answer's "
                                 f"{r.get('what')!r}")
             got = r.get("got")
+            if isinstance(got, (int, float)) and not isinstance(got, bool) and got:
+                seal = r.get("seal", {})  # its size bin, for true size words (course_lib.checks.sealed)
+                near = {sealed.bin_digest(seal.get("salt", ""), sealed.size_bin(got) + d) for d in (-1, 0, 1)}
+                if seal.get("size") not in near:
+                    problems.append(f"{where}: {r.get('what')!r} has no size bin of its value "
+                                    "(seal it again with python -m course_lib.checks.seal)")
             for form in sorted(_forms(got)) if isinstance(got, (int, float)) else ():
                 if _spelled(form, source):
                     problems.append(f"{where}: {r.get('what')!r} appears in course_lib's "

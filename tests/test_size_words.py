@@ -29,13 +29,16 @@ def claim_holds(message: str, ratio: float) -> bool:
     if m := re.search(r"by about (\d+)%", message):
         off = abs(ratio - 1) * 100
         return abs(off - int(m.group(1))) <= 0.5 + 1e-9
-    if "by less than 1%" in message:
-        return abs(ratio - 1) < 0.01
+    off = abs(ratio - 1)  # a percentage is of the right answer, both ways
+    if m := re.search(r"by less than (\d+)%", message):
+        return off < int(m.group(1)) / 100
+    if m := re.search(r"by between (\d+)% and (\d+)%", message):
+        return int(m.group(1)) / 100 <= off <= int(m.group(2)) / 100
     if "by less than a factor of 100" in message:
         return 1 < r < 100
-    if m := re.search(r"by a factor between ([\d,]+) and ([\d,]+)", message):
+    if m := re.search(r"by a factor between ([\d,]+(?:\.\d+)?) and ([\d,]+(?:\.\d+)?)", message):
         lo, hi = (float(g.replace(",", "")) for g in m.groups())
-        return lo < r < hi
+        return lo <= r <= hi
     return False
 
 
@@ -61,12 +64,18 @@ def test_the_issues_cases():
     assert about(2.0) == "by a factor of about 2" and about(1.13) == "by a factor of about 1.1"
 
 
-@pytest.mark.parametrize("value,rel", [(87.0, 0.01), (16, 0), (0.455, 0.005)])
-def test_sealed_words_are_true(value, rel):
-    """A sealed answer knows only its power of ten: its words claim no more than that."""
+@pytest.mark.parametrize("sized", [True, False])
+@pytest.mark.parametrize("value,rel", [(87.0, 0.01), (16, 0), (0.455, 0.005), (104.3 / 1.2, 0.005)])
+def test_sealed_words_are_true(value, rel, sized):
+    """A sealed answer knows only its power of ten and its size bin: its words claim no more
+    than they prove, wherever in the bin the ratio lies (and, with the bin unknown, the power
+    of ten)."""
+    from dataclasses import replace
+
     s = sealed.seal_number("q", value, salt="test/q", rel=rel)
+    s = s if sized else replace(s, size=None)
     wrong = []
-    for ratio in RATIOS[::4]:  # each check hashes (0.05 s): a coarser grid
+    for ratio in RATIOS[::4] + [1.2, 2, 4.25, 1.03]:  # each check hashes (0.05 s): a coarser grid
         for r in (ratio, 1 / ratio):
             got = value * r
             got = round(got) if rel == 0 else got
@@ -77,6 +86,8 @@ def test_sealed_words_are_true(value, rel):
             msg = str(e.value)
             if "less than 10 times off" in msg:
                 ok = max(got / value, value / got) < 10
+            elif m := re.search(r"less than (\d+)% off", msg):
+                ok = abs(got / value - 1) < int(m.group(1)) / 100
             else:
                 ok = claim_holds(msg, got / value)
             if not ok:

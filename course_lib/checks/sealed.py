@@ -24,7 +24,17 @@ from ``course_lib``'s source, from a check's message.  It is not encryption: a l
 hashes candidates one by one (each costs :data:`ITERATIONS` rounds of PBKDF2-SHA256, about
 0.05 s) finds a value with few significant figures in minutes, and course_lib's counters
 compute most answers anyway.  The only plain facts stored are the power of ten of a number
-(``decade``, for "about 100 times too large") and its sign.
+(``decade``) and its sign.
+
+Size words.  A number's *size bin* is ``floor(log10|x| / BIN_WIDTH)``: bins a factor of
+``10 ** BIN_WIDTH`` (1.047) wide.  A sealed number keeps the hash of its bin (``size``, a
+cheaper hash: :data:`BIN_ITERATIONS` rounds), so a check can find how many bins a wrong answer
+lies from it, by hashing the bins its power of ten allows (at most about a hundred, within
+three powers of ten), and say how far off it is from that alone: "too large by a factor
+between 1.9 and 2.1", "too small by between 5% and 14%".  The words claim only what the bins
+prove.  They tell no more than one try at the check would: the bin is the answer to within 5%,
+which the words of any wrong answer give away too.  Beyond three powers of ten the words give
+the powers of ten only.
 
 Sealed answers are data: ``sealed_answers/<assignment>.json`` beside this module holds each
 assignment's, keyed by salt, and a checks module reads them with :func:`load`.  To seal an
@@ -56,6 +66,13 @@ ITERATIONS = 60_000
 _HEX = 16
 """Hex digits kept of each hash (64 bits: collisions are not a concern at this scale)."""
 
+BIN_WIDTH = 0.02
+"""Width of a size bin, in powers of ten (a factor of 1.047)."""
+BIN_ITERATIONS = 1_000
+"""PBKDF2 rounds of a size bin's hash (a check may hash a hundred bins)."""
+_BIN_DECADES = 3
+"""How many powers of ten apart a check still looks for the bin."""
+
 
 @dataclass(frozen=True)
 class Sealed:
@@ -74,6 +91,7 @@ class Sealed:
         choices: the allowed options of a choice (public).
         decade: ``floor(log10(|value|))`` of a number (for size hints), or ``None``.
         sign: ``1``, ``-1`` or ``0``: the sign of a number.
+        size: the hash of a nonzero number's size bin (see the module docstring), or ``None``.
     """
     what: str
     salt: str
@@ -85,6 +103,7 @@ class Sealed:
     choices: tuple[str, ...] = ()
     decade: int | None = None
     sign: int = 1
+    size: str | None = None
 
     def __post_init__(self):
         if self.kind not in ("number", "choice"):
@@ -144,6 +163,18 @@ def _decade(v: float) -> int:
     return math.floor(math.log10(abs(v))) if v else 0
 
 
+def size_bin(v: float) -> int:
+    """The size bin of nonzero ``v``: ``floor(log10|v| / BIN_WIDTH)``."""
+    return math.floor(math.log10(abs(v)) / BIN_WIDTH)
+
+
+def bin_digest(salt: str, b: int) -> str:
+    """The hash of size bin ``b`` (PBKDF2-SHA256, :data:`BIN_ITERATIONS` rounds, salted)."""
+    raw = hashlib.pbkdf2_hmac("sha256", str(b).encode(), ("course-sealed-bin:" + salt).encode(),
+                              BIN_ITERATIONS)
+    return raw.hex()[:_HEX]
+
+
 def _digits_for(value: float, rel: float) -> int:
     """Fewest significant figures whose rounding step is at most ``rel * |value| / 2``
     everywhere in ``[value - rel·|value|, value + rel·|value|]`` (the step is largest at the
@@ -198,7 +229,8 @@ def seal_number(what: str, value, *, salt: str, rel: float, mistakes=None,
     return Sealed(what=what, salt=salt, kind="number", digits=digits,
                   right=tuple(sorted(digest(salt, f) for f in right)),
                   mistakes=tuple(sealed_mistakes), hint=hint, decade=_decade(value),
-                  sign=(value > 0) - (value < 0))
+                  sign=(value > 0) - (value < 0),
+                  size=bin_digest(salt, size_bin(value)) if value else None)
 
 
 def seal_choice(what: str, answer: str, *, salt: str, choices, hints=None,
@@ -274,6 +306,9 @@ def _size_hint(sealed: Sealed, x: float) -> str:
     if not sealed.sign:  # the answer is 0: no power of ten to compare with
         return hint or "think again"
     k = _decade(x) - sealed.decade
+    apart = _bins_apart(sealed, x, k)
+    if apart is not None:
+        return _bin_words(apart) + (f"; {hint}" if hint else "")
     # Only the answer's power of ten is known, so the words say no more than it proves: a
     # decade apart is between 1 and 100 times off, two decades between 10 and 1,000 ...
     if k:
@@ -283,6 +318,48 @@ def _size_hint(sealed: Sealed, x: float) -> str:
                  f"by a factor between {10 ** (k - 1):,} and {10 ** (k + 1):,}")
         return f"it is {side} {words}" + (f"; {hint}" if hint else "")
     return hint or "it is not within the tolerance (it is less than 10 times off)"
+
+
+def _bins_apart(sealed: Sealed, x: float, k: int) -> int | None:
+    """How many size bins ``x`` lies above the sealed number (negative: below), found by
+    hashing the bins ``k`` powers of ten apart allow; ``None`` without a size hash or beyond
+    :data:`_BIN_DECADES`."""
+    if not sealed.size or abs(k) > _BIN_DECADES:
+        return None
+    bx, per = size_bin(x), 1 / BIN_WIDTH
+    # log10 x - log10 v lies in (k - 1, k + 1), so the bins differ by about that much
+    near = sorted(range(math.floor((k - 1) * per) - 1, math.ceil((k + 1) * per) + 2),
+                  key=lambda d: abs(d - k * per))
+    return next((d for d in near if bin_digest(sealed.salt, bx - d) == sealed.size), None)
+
+
+def _bin_words(d: int) -> str:
+    """What ``d`` bins apart proves: log10(got / right) lies in ``((d - 1)·w, (d + 1)·w)``."""
+    if d == 0:
+        return f"it is less than {math.ceil(100 * (10 ** BIN_WIDTH - 1))}% off, but not within the tolerance"
+    side = "too large" if d > 0 else "too small"
+    lo, hi = 10 ** ((abs(d) - 1) * BIN_WIDTH), 10 ** ((abs(d) + 1) * BIN_WIDTH)
+    if hi <= 1.25:  # a few percent: of the answer, as size_words says a shortfall
+        a, b = (lo - 1, hi - 1) if d > 0 else (1 - 1 / lo, 1 - 1 / hi)
+        a, b = math.floor(100 * a), math.ceil(100 * b)
+        return f"it is {side} by less than {b}%" if a == 0 else f"it is {side} by between {a}% and {b}%"
+    from . import about
+
+    words = about(math.sqrt(lo * hi))
+    k = float(words.rsplit(" ", 1)[1].replace(",", ""))
+    if k / 1.16 <= lo and hi <= 1.16 * k:  # true wherever in the bins the ratio lies
+        return f"it is {side} {words}"
+    return f"it is {side} by a factor between {_down(lo)} and {_up(hi)}"
+
+
+def _down(x: float) -> str:
+    p = 10 ** (math.floor(math.log10(x)) - 1)
+    return f"{math.floor(x / p) * p:,.{max(0, -round(math.log10(p)))}f}"
+
+
+def _up(x: float) -> str:
+    p = 10 ** (math.floor(math.log10(x)) - 1)
+    return f"{math.ceil(x / p) * p:,.{max(0, -round(math.log10(p)))}f}"
 
 
 SEALED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sealed_answers")
