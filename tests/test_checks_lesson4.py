@@ -132,8 +132,7 @@ def test_right_answers_pass_on_visible_and_hidden_like_inputs(capsys):
     L4.check_flash(32, 2**20)
     L4.check_tys_crossover(24_576)
     L4.check_tys_vendor({"a", "b", "c", "d"})
-    L4.check_tys_vendor("d, c, B, a")
-    L4.check_tys_vendor(["A", "b", "c", "d"])
+    L4.check_tys_vendor(frozenset({"A", "b ", "c", "d"}))
     L4.check_longest_input(longest_right)
     L4.check_longest_input(longest_right, [dict(d_model=4096, n_layers=32, n_heads=32,
                                                 n_tokens=131072)])
@@ -184,8 +183,10 @@ def test_rotary_block_must_not_commute():
 
 
 def test_permutation_answer_must_be_a_bool():
-    assert "return True or False" in fails(L4.check_commutes, lambda b, x, p: 1.0)
-    L4.check_commutes(lambda b, x, p: torch.tensor(commutes_right(b, x, p)))  # a bool tensor is fine
+    """The text asks for True or False: a float or a bool tensor is named with its type."""
+    assert "expected a Python bool, True or False" in fails(L4.check_commutes, lambda b, x, p: 1.0)
+    msg = fails(L4.check_commutes, lambda b, x, p: torch.tensor(commutes_right(b, x, p)))
+    assert "expected a Python bool" in msg and "got Tensor tensor(True)" in msg
 
 
 def test_visible_permutation_is_not_its_own_inverse():
@@ -347,7 +348,8 @@ def _update(kind):
     ("inverted", "inf × 0 is NaN", L4.UPDATE_CASES[:1]),
     ("normalised", "acc / l", None),
     ("m-tile-only", "largest score seen so far", None),
-    ("no-max", "overflows", UPDATE_HIDDEN[:1]),
+    ("no-max", "without subtracting the running maximum", None),
+    ("no-max", "without subtracting the running maximum", UPDATE_HIDDEN[:1]),
 ])
 def test_softmax_update_mistakes_are_named(kind, phrase, cases):
     assert phrase in fails(L4.check_softmax_update, _update(kind), *([cases] if cases else []))
@@ -434,7 +436,11 @@ def test_flash_mistakes_are_named(kib, shrink, phrase):
     ({"a", "b", "c"}, "0 of your letters are not worth asking and 1 worth asking is missing"),
     ({"b", "h"}, "1 of your letters is not worth asking and 3 worth asking are missing"),
     ({"a", "b", "c", "z"}, "not one of the letters"),
-    (4, "set of letters"),
+    (4, "expected a set of letters (strings) such as {'a', 'x'}, got int 4"),
+    (["a", "b", "c", "d"], "expected a set of letters (strings) such as {'a', 'x'}, got list"),
+    ("abcd", "expected a set of letters (strings) such as {'a', 'x'}, got str"),
+    (("a", "b", "c", "d"), "got tuple"),
+    ({1, 2}, "got set"),
 ])
 def test_vendor_mistakes_are_counted_not_named(answer, phrase):
     """The feedback counts the wrong letters without naming one (naming them, answer after
@@ -516,7 +522,7 @@ def test_every_check_publishes_records_when_grading(monkeypatch, capsys):
         "tiled": lambda: L4.check_tiled_attention(tiled_right),
         "flash": lambda: L4.check_flash(32, 2**20),
         "tys_crossover": lambda: L4.check_tys_crossover(24_576),
-        "tys_vendor": lambda: L4.check_tys_vendor("abcd"),
+        "tys_vendor": lambda: L4.check_tys_vendor({"a", "b", "c", "d"}),
         "longest_input": lambda: L4.check_longest_input(longest_right),
     }
     for name, call in calls.items():
@@ -608,7 +614,112 @@ def test_a_full_bool_mask_breaks_the_memory_rule_whatever_its_dtype():
     assert "in any dtype" in msg
 
 
+# --- issue #16 (session 6): types as the text asks, hard-coded values caught visibly, true words --
+
+def rotary_float32_cast(x, positions, base=10000.0):
+    """Right, but the cosines and sines cast to float32 rather than to x.dtype."""
+    d, half = x.shape[-1], x.shape[-1] // 2
+    angles = positions.double()[:, None] * base ** (-2 * torch.arange(half, dtype=torch.float64) / d)
+    cos, sin = angles.cos().float(), angles.sin().float()
+    a, b = x[..., :half], x[..., half:]
+    return torch.cat([a * cos - b * sin, b * cos + a * sin], -1)
 
 
+def test_a_float32_cast_fails_the_visible_bfloat16_input():
+    L4.check_rotary(rotary_float32_cast, [c for c in L4.ROTARY_CASES if "dtype" not in c])  # float32: right
+    msg = fails(L4.check_rotary, rotary_float32_cast)
+    assert "x.dtype=bfloat16" in msg and "return the dtype of x (torch.bfloat16), got torch.float32" in msg
 
 
+def test_rotary_score_must_be_a_python_float():
+    msg = fails(L4.check_rotary_score, lambda q, k, m, n: torch.tensor(rotary_score_right(q, k, m, n)))
+    assert "expected a Python float, got Tensor" in msg and ".item()" in msg
+    assert "expected a Python float, got int" in fails(L4.check_rotary_score, lambda q, k, m, n: 1)
+
+
+@pytest.mark.parametrize("check, fn", [
+    (L4.check_rotary_score, lambda q, k, m, n: rotary_score_right(q, k, m, n) * math.sqrt(q.numel() / 8)),
+    (L4.check_tiled_attention, lambda q, k, v, causal=False, block=32: tiled_right(
+        q * math.sqrt(q.shape[-1] / 8), k, v, causal, block)),
+], ids=["rotary_score", "tiled"])
+def test_a_scale_fixed_at_d_head_8_fails_visibly_and_is_named(check, fn):
+    msg = fails(check, fn)
+    assert HIDDEN not in msg and "the scale is 1/sqrt(8) whatever d_head is" in msg
+
+
+HIDDEN = "on a hidden test's input"
+
+
+def test_visible_tests_try_inputs_of_different_kinds():
+    """A hard-coded dtype, d_head, number of leading dimensions or size of the scores fails
+    visibly: the visible inputs differ in each."""
+    assert {c.get("dtype", "float32") for c in L4.ROTARY_CASES} == {"float32", "bfloat16"}
+    assert len({len(c["shape"]) for c in L4.ROTARY_CASES}) >= 2
+    assert len({c["shape"][-1] for c in L4.TILED_CASES}) >= 2 and len({len(c["shape"]) for c in L4.TILED_CASES}) >= 2
+    assert len({len(c["batch"]) for c in L4.UPDATE_CASES}) >= 2
+    assert max(c["scale"] for c in L4.UPDATE_CASES) >= 60  # exp of the raw scores overflows float32
+    assert len({c["d_head"] for c in L4.ROTARY_SCORE_CASES}) >= 2
+    assert len({c["bytes_per_number"] for c in L4.SCORE_BYTES_CASES}) >= 2
+
+
+def _update_nan_safe_ratio(m, l, acc, s, v):
+    """Right maths, but exp(scores) / exp(m_new): inf / inf once a score passes about 88."""
+    m_new = torch.maximum(m, s.amax(-1))
+    r, p = torch.exp(m) / torch.exp(m_new), torch.exp(s) / torch.exp(m_new)[..., None]
+    return m_new, l * r + p.sum(-1), acc * r[..., None] + p @ v
+
+
+def test_overflowing_exp_fails_the_visible_test_with_true_words():
+    L4.check_softmax_update(_update_nan_safe_ratio, [c for c in L4.UPDATE_CASES if c["scale"] < 10])
+    msg = fails(L4.check_softmax_update, _update_nan_safe_ratio)
+    assert HIDDEN not in msg and ", l holds NaN" in msg and "inf / inf" in msg
+
+
+def test_softmax_update_names_which_part_and_why():
+    """The words name the part that is wrong and its cause: m left at the old m (not "m
+    overflows"); l and acc summing exp(scores) (they hold inf at large scores, not m)."""
+    def kept(m, l, acc, s, v):
+        return m, l + torch.exp(s).sum(-1), acc + torch.exp(s) @ v
+    msg = fails(L4.check_softmax_update, kept)
+    assert ", m is not right: that is the old m, unchanged" in msg and "overflow" not in msg
+    msg = fails(L4.check_softmax_update, _update("no-max"), L4.UPDATE_CASES[1:2])
+    assert ", l is not right: that sums exp(scores) without subtracting the running maximum" in msg
+    assert "scores up to=" in msg
+    assert "a tuple of three tensors" in fails(L4.check_softmax_update, lambda *a: list(update_right(*a)))
+
+
+def _update_old_max(m, l, acc, s, v):
+    m_new = torch.maximum(m, s.amax(-1))
+    r, p = torch.exp(m - m_new), torch.exp(s - m[..., None])
+    return m_new, l * r + p.sum(-1), acc * r[..., None] + p @ v
+
+
+def test_the_old_maximum_is_named_even_where_it_gives_nan():
+    assert "use the old maximum m" in fails(L4.check_softmax_update, _update_old_max)
+
+
+@pytest.mark.parametrize("weights, phrase", [
+    ("11*n*d*d", "the output projection"),
+    ("8*n*d*d", "one of the feed-forward layer's two matrices"),   # and "feed-forward layer only"
+    ("8*n*d*d", "feed-forward layer only"),
+])
+def test_block_macs_new_mistakes_are_named(weights, phrase):
+    msg = fails(L4.check_block_macs, eval(f"lambda n, d: {{'attention_scores': 2*n*n*d, 'weights': {weights}}}"))
+    assert phrase in msg
+
+
+def test_crossover_upside_down_is_named_without_the_answer():
+    for msg in (fails(L4.check_crossover, lambda d: d / 6), fails(L4.check_tys_crossover, 4096 / 6)):
+        assert "divided by a factor" in msg and "6" not in msg.split("is not right")[1]
+    msg = fails(L4.check_tys_crossover, 6)
+    assert "that is a constant" in msg and "6 ×" not in msg and "6·" not in msg
+
+
+def test_two_causes_of_one_count_are_both_named():
+    """2 bytes hard-coded gives, at 1 byte a number, what counting the softmax weights too gives."""
+    msg = fails(L4.check_score_bytes, lambda n, h, b: n * n * h * 2)
+    assert msg.startswith(L4.RANDOM_TAG) and "softmax weights too" in msg and "bytes_per_number argument is not used" in msg
+
+
+def test_sealed_vendor_letters_hold_no_unused_hints():
+    assert all(not L4.VENDOR_SEALED[c].mistakes for c in L4.VENDOR_QUESTIONS)

@@ -8,7 +8,6 @@ test-yourself answers sealed in ``sealed_answers/lesson4.json``."""
 from __future__ import annotations
 
 import math
-import numbers
 import random
 from contextlib import nullcontext
 from typing import Callable, Mapping, Sequence
@@ -75,15 +74,15 @@ PERMUTATION_CASES = (dict(d_model=32, n_heads=4, batch=2, pos=7, causal=False, p
                      RANDOM_CASES["permutation"])
 ROTARY_CASES = (dict(shape=(2, 3, 6, 8), start=0, base=10000.0, seed=0),
                 dict(shape=(1, 2, 6, 16), positions=(0, 1, 2, 40_000, 100_000, 131_071), base=10000.0, seed=1),
-                RANDOM_CASES["rotary"])
+                dict(shape=(4, 5, 12), start=3, base=10000.0, dtype="bfloat16", seed=2), RANDOM_CASES["rotary"])
 ROTARY_SCORE_CASES = (dict(d_head=8, m=5, n=2, seed=0), RANDOM_CASES["rotary_score"])
 BLOCK_MACS_CASES = (dict(n_tokens=1024, d_model=768), RANDOM_CASES["block_macs"])
 SCORE_BYTES_CASES = (dict(n_tokens=1024, n_heads=12, bytes_per_number=2), RANDOM_CASES["score_bytes"])
 UPDATE_CASES = (dict(batch=(2,), block_q=4, block_k=5, d_v=6, first=True, scale=1.0, seed=0),
-                dict(batch=(2,), block_q=4, block_k=5, d_v=6, first=False, scale=1.0, seed=1),
+                dict(batch=(2, 3), block_q=4, block_k=5, d_v=6, first=False, scale=60.0, seed=1),
                 RANDOM_CASES["update"])
 TILED_CASES = (dict(shape=(1, 2, 40, 8), causal=False, block=16, seed=0),
-               dict(shape=(1, 2, 40, 8), causal=True, block=16, seed=1), RANDOM_CASES["tiled"])
+               dict(shape=(2, 40, 16), causal=True, block=16, seed=1), RANDOM_CASES["tiled"])
 RECAP_CASES = (dict(d_model=768, n_layers=12, n_heads=12, n_tokens=1024), RANDOM_CASES["longest_input"])
 CROSSOVER_D_MODELS = (768, RANDOM_CASES["crossover"])
 
@@ -153,15 +152,15 @@ def _tensor(got, like: torch.Tensor, what: str, shown: bool) -> torch.Tensor:
 
 def _compare(got, expected, what: str, tol: float, mistakes: Callable[[], Mapping], near=None) -> bool:
     """True, publishing a ``close`` record at ``tol``, if ``got`` is ``near`` ``expected`` (default:
-    within ``tol·(1 + |expected|)`` elementwise); else CheckFailed naming the first of ``mistakes()``
-    (``{words: value}``, one equal to ``expected`` skipped) that ``got`` matches; else False."""
+    within ``tol·(1 + |expected|)`` elementwise, inf and NaN equal to themselves); else
+    CheckFailed naming every one of ``mistakes()`` (``{words: value}``, one equal to ``expected``
+    skipped) that ``got`` matches (two causes of one value both named); else False."""
     near = near or (lambda a, b: close(a, b, rtol=tol, atol=tol))
     if near(got, expected):
         check_close(got, expected, what=what, rtol=tol, atol=tol)
         return True
-    for diagnosis, wrong in mistakes().items():
-        if not near(wrong, expected) and near(got, wrong):
-            raise CheckFailed(f"{what} is not right: {diagnosis}.")
+    if found := [d for d, wrong in mistakes().items() if not near(wrong, expected) and near(got, wrong)]:
+        raise CheckFailed(f"{what} is not right: {'; or '.join(found)}.")
     return False
 
 
@@ -177,7 +176,7 @@ def _counts(fn, cases, visible, name: str, order: Sequence[str], parts: Callable
             raise CheckFailed(f"{what}: {HINTS[name]['keys']}, got {type(got).__name__} {got!r:.80}")
         for key, (right, rel, wrong, *on) in parts(*values).items():
             with builds_on(*on) if on else nullcontext():
-                check_value(got if key is None else got[key], right, rel=rel, mistakes=wrong,
+                check_value(got if key is None else got[key], right, rel=rel, mistakes=merged(wrong),
                             what=what if key is None else f"{what}[{key!r}]")
 
 
@@ -216,9 +215,8 @@ def check_commutes(fn, cases: Sequence[Mapping] = PERMUTATION_CASES) -> None:
         if expected != (not case["causal"] and not rotary):  # the check's own premise failed
             raise RuntimeError(f"{what}: max difference {diff:.2e} contradicts the block's kind")
         got = fn(block, x.clone(), perm.clone())
-        if not (isinstance(got, torch.Tensor) and got.numel() == 1 and got.dtype == torch.bool
-                or type(got).__name__ in ("bool", "bool_")):
-            raise CheckFailed(f"{what}: return True or False, got {type(got).__name__} {got!r:.60}")
+        if not isinstance(got, bool):
+            raise CheckFailed(f"{what}: {HINTS['commutes']['not_bool']}, got {type(got).__name__} {got!r:.60}")
         if bool(got) != expected:
             raise CheckFailed(f"{what} " + (HINTS["commutes"]["blind"] if expected else HINTS["commutes"][
                 "sees_order"].format(kind="a causal mask" if case["causal"] else "rotary positions")))
@@ -250,6 +248,7 @@ def reference_rotary(x, positions, base=10000.0):
 def rotary_case(case: Mapping):
     """(x (*shape) float32 from the seed, positions: the case's own, or start, start + 1, ...)."""
     x = torch.randn(*case["shape"], generator=torch.Generator().manual_seed(2000 + case["seed"]))
+    x = x.to(getattr(torch, case.get("dtype", "float32")))
     if "positions" in case:
         return x, torch.tensor(case["positions"])
     return x, torch.arange(case["start"], case["start"] + case["shape"][-2])
@@ -257,28 +256,31 @@ def rotary_case(case: Mapping):
 
 def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
     """Check ``fn(x, positions, base) -> x rotated`` against course_lib.positions: x (..., pos,
-    d_head) float32, positions (pos,) integers."""
+    d_head) float32 or bfloat16, positions (pos,) integers."""
     for case in cases:
         (x, positions), base, rows = rotary_case(case), case["base"], case["shape"][-2]
         what = _what("rotary", case, ROTARY_CASES, {"x.shape": tuple(x.shape), "positions": list(
             case["positions"]) if "positions" in case else f"{case['start']}..{case['start'] + rows - 1}",
-            "base": base}, "positions not starting at 0" if case.get("start") else "",
-            "a base other than 10000" if base != 10000 else "")
+            "base": base, **({"x.dtype": case["dtype"]} if "dtype" in case else {})},
+            "positions not starting at 0" if case.get("start") else "",
+            "a base other than 10000" if base != 10000 else "", f"x in {case['dtype']}" if "dtype" in case else "")
+        tol = 1e-4 if x.dtype == torch.float32 else 3e-2  # a 16-bit result is rounded to 2^-8
         expected = reference_rotary(x, positions, base)
         got = _tensor(_built_by_hand(fn, x.clone(), positions.clone(), base, what=what), x, what, HIDDEN not in what)
         if not torch.isfinite(got).all():
             raise CheckFailed(f"{what}: the result holds NaN or inf")
         if got.dtype != x.dtype:
             raise CheckFailed(f"{what}: return the dtype of x ({x.dtype}), got {got.dtype}")
-        if _compare(got, expected, what, 1e-4, lambda: _named(
+        got, expected = got.float(), expected.float()  # numpy, which compares, has no bfloat16
+        if _compare(got, expected, what, tol, lambda: _named(
                 "rotary", unrotated=x.double(), sign=_rotate(x, positions, base, sign=-1.0), **{
                     k: _rotate(x, positions, base, **{k: True}) for k in (
                         "interleaved", "repeat_interleave", "half_exponent")},
                 positions_ignored=_rotate(x, torch.arange(rows), base), base_ignored=_rotate(x, positions, 1e4))):
             continue
-        norm_kept = close(got.norm(dim=-1), x.norm(dim=-1), rtol=1e-4, atol=1e-4)
+        norm_kept = close(got.double().norm(dim=-1), x.double().norm(dim=-1), rtol=tol, atol=tol)
         err = (got.double() - expected.double()).abs().amax(-1).reshape(-1, rows).amax(0)
-        row_ok = err <= 1e-4 * (1 + expected.abs().amax(-1).reshape(-1, rows).amax(0))
+        row_ok = err <= tol * (1 + expected.double().abs().amax(-1).reshape(-1, rows).amax(0))
         small = positions < 1000  # below this, float32 angles are within the tolerance
         float32 = norm_kept and small.any() and bool(row_ok[small].all()) and not bool(row_ok.all())
         raise CheckFailed(f"{what} is not right: " + HINTS["rotary"][
@@ -298,12 +300,17 @@ def reference_rotary_score(q, k, m, n, base=10000.0) -> float:
 
 
 def _number(x, what: str) -> float:
-    x = x.item() if isinstance(x, torch.Tensor) and x.numel() == 1 else x
-    if not isinstance(x, numbers.Real) or isinstance(x, bool):
-        raise CheckFailed(f"{what}: expected a number, got {type(x).__name__} {x!r:.60}")
+    if not isinstance(x, float):  # the text asks for a Python float (a numpy float64 is one)
+        raise CheckFailed(f"{what}: expected a Python float, got {type(x).__name__} {x!r:.60}" + (
+            f"; {HINTS['rotary_score']['tensor']}" if isinstance(x, torch.Tensor) else ""))
     if not math.isfinite(x := float(x)):
         raise CheckFailed(f"{what}: got {x}, which is not a finite number")
     return x
+
+
+def _fixed_scale(exercise: str, d: int, value: Callable[[int], object]) -> dict:
+    """``{words: value(c)}`` for a scale 1/sqrt(c) fixed at a common d_head c other than ``d``."""
+    return {HINTS[exercise]["fixed_scale"].format(c=c): value(c) for c in (4, 8, 16, 32, 64, 128) if c != d}
 
 
 def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> None:
@@ -322,7 +329,8 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
         if not _compare(got, expected, what, 1e-4, lambda: _named(
                 "rotary_score", no_scale=expected * math.sqrt(d), by_d_head=expected / math.sqrt(d),
                 query_only=reference_rotary_score(q, k, m, 0), swapped=reference_rotary_score(q, k, n, m),
-                same_position=reference_rotary_score(q, k, 0, 0)), near):
+                same_position=reference_rotary_score(q, k, 0, 0)) | _fixed_scale("rotary_score", d, lambda c: (
+                    expected * math.sqrt(d / c))), near):
             raise CheckFailed(f"{what} {HINTS['rotary_score']['other']}")
         for shift in (1, 7, 100):
             moved = _number(_built_by_hand(fn, q.clone(), k.clone(), m + shift, n + shift, what=what), what)
@@ -344,7 +352,8 @@ def _block_macs(n: int, d: int) -> dict:
     return {"attention_scores": (s, 1e-9, _named("block_macs", flops=2 * s, qk_only=n * n * d,
                                                  causal_half=n * (n + 1) * d, one_token_scores=2 * n * d)),
             "weights": (w, 1e-9, _named("block_macs", flops=2 * w, projections_only=4 * n * d * d,
-                                        ff_only=8 * n * d * d, one_token=12 * d * d, ff_width=6 * n * d * d))}
+                                        ff_only=8 * n * d * d, one_ff_matrix=8 * n * d * d, one_token=12 * d * d,
+                                        ff_width=6 * n * d * d, no_out_proj=11 * n * d * d))}
 
 
 def check_block_macs(fn, cases: Sequence[Mapping] = BLOCK_MACS_CASES) -> None:
@@ -367,7 +376,7 @@ def check_crossover(fn, d_models: Sequence[int] = CROSSOVER_D_MODELS) -> None:
     as the rest of a GPT-2-style block."""
     _counts(fn, d_models, CROSSOVER_D_MODELS, "crossover_length", ("d_model",), lambda d: {None: (
         crossover_expected(d), 1e-9, _named("crossover", twice=12 * d, projections=2 * d, ff_only=4 * d,
-                                            d_model=d, squared=d * d, constant=6), "block_macs")})
+                                            d_model=d, squared=d * d, constant=6, upside_down=d / 6), "block_macs")})
 
 
 def score_bytes_expected(n_tokens: int, n_heads: int, bytes_per_number: float) -> float:
@@ -378,7 +387,7 @@ def score_bytes_expected(n_tokens: int, n_heads: int, bytes_per_number: float) -
 def _score_byte_mistakes(n: int, h: int, b: float) -> dict:
     right = score_bytes_expected(n, h, b)
     return _named("score_bytes", bits=right * 8, weights_too=right * 2, one_head=right / h,
-                  causal_half=n * (n + 1) // 2 * h * b, count=right / b)
+                  causal_half=n * (n + 1) // 2 * h * b, count=right / b, bytes_fixed=n * n * h * BYTES_16BIT)
 
 
 def check_score_bytes(fn, cases: Sequence[Mapping] = SCORE_BYTES_CASES) -> None:
@@ -411,15 +420,17 @@ def update_case(case: Mapping):
 
 
 def _update_mistakes(state, s, v) -> dict:
+    """``{"m" | "l" | "acc": {words: the value that mistake gives}}``, in float32 as a learner's
+    code runs (so an overflow to inf, or a NaN, is the mistake's own)."""
     m_new = torch.maximum(state.m, s.amax(-1))
     r, inv, p = torch.exp(state.m - m_new), torch.exp(m_new - state.m), torch.exp(s - m_new[..., None])
-    p_old = torch.exp(s - torch.where(torch.isinf(state.m), s.amax(-1), state.m)[..., None])
+    p_old, raw = torch.exp(s - state.m[..., None]), torch.exp(s)  # -inf - (-inf): NaN, as in yours
     return {"acc": _named("softmax_update", acc_not_rescaled=state.acc + p @ v, inverted=state.acc * inv[..., None] + p @ v,
-                          old_max=state.acc * r[..., None] + p_old @ v,
+                          old_max=state.acc * r[..., None] + p_old @ v, no_max=state.acc + raw @ v,
                           normalised=(state.acc * r[..., None] + p @ v) / (state.l * r + p.sum(-1))[..., None]),
             "l": _named("softmax_update", l_not_rescaled=state.l + p.sum(-1), inverted=state.l * inv + p.sum(-1),
-                        old_max=state.l * r + p_old.sum(-1)),
-            "m": _named("softmax_update", m_tile=s.amax(-1))}
+                        old_max=state.l * r + p_old.sum(-1), no_max=state.l + raw.sum(-1)),
+            "m": _named("softmax_update", m_tile=s.amax(-1), m_kept=state.m)}
 
 
 def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
@@ -429,19 +440,22 @@ def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
     for case in cases:
         state, s, v = update_case(case)
         what = _what("softmax_update", case, UPDATE_CASES, {"batch": tuple(case["batch"]), **{
-            k: case[k] for k in ("block_q", "block_k", "d_v")}, "first tile": case["first"]},
+            k: case[k] for k in ("block_q", "block_k", "d_v")}, "first tile": case["first"],
+            "scores up to": round(s.amax().item())},
             "the first tile" if case["first"] else "a later tile", "large scores" if abs(case["scale"]) > 10 else "")
         expected = online_softmax_update(state, s, v)
         got = _built_by_hand(fn, state.m.clone(), state.l.clone(), state.acc.clone(), s.clone(), v.clone(), what=what)
-        if not isinstance(got, (tuple, list)) or len(got) != 3:
-            raise CheckFailed(f"{what}: return three tensors (m, l, acc), got {type(got).__name__} {got!r:.60}")
+        if not isinstance(got, tuple) or len(got) != 3:
+            raise CheckFailed(f"{what}: expected a tuple of three tensors (m, l, acc), got {type(got).__name__} "
+                              f"{got!r:.60}")
         mistakes = _update_mistakes(state, s, v)
         for name, g, e in zip(("m", "l", "acc"), got, expected):
             g = _tensor(g, e, f"{what}, {name}", HIDDEN not in what)
-            if torch.isnan(g).any() or torch.isinf(g).any() and not torch.isinf(e).any():
-                raise CheckFailed(f"{what}: {name} {words['nan' if torch.isnan(g).any() else 'overflow']}")
-            if not _compare(g, e, f"{what}, {name}", 1e-5, lambda: mistakes[name]):
-                raise CheckFailed(f"{what}, {name} is not right: {words['other']}")
+            if _compare(g, e, f"{what}, {name}", 1e-5, lambda: mistakes[name]):
+                continue
+            bad = "nan" if torch.isnan(g).any() else "overflow" if (g == math.inf).any() else \
+                "minus_inf" if (g == -math.inf).any() and not (e == -math.inf).any() else "other"
+            raise CheckFailed(f"{what}, {name} " + ("is not right: " if bad == "other" else "") + words[bad])
 
 
 def tiled_case(case: Mapping):
@@ -478,7 +492,8 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
                           scale_d=F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=1.0 / d), **(dict(
                               no_mask=F.scaled_dot_product_attention(q, k, v), next_key=_masked(q, k, v, 1),
                               own_key=_masked(q, k, v, -1)) if causal else dict(
-                              unasked_mask=F.scaled_dot_product_attention(q, k, v, is_causal=True))))
+                              unasked_mask=F.scaled_dot_product_attention(q, k, v, is_causal=True)))) | _fixed_scale(
+                "tiled", d, lambda c: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=c ** -0.5))
         if not _compare(got, expected, what, 1e-4, mistakes):
             raise CheckFailed(f"{what} {words['other']}")
     q, k, v = tiled_case(dict(shape=(1, 1, memory_n, 32), seed=99))
@@ -508,14 +523,13 @@ VENDOR_SEALED = {c: SEALED[f"lesson4/tys_vendor/{c}"] for c in VENDOR_QUESTIONS}
 
 
 def check_tys_vendor(letters) -> None:
-    """The questions worth asking a vendor about a 128,000-token context: a set (or string, or
-    list) of letters of VENDOR_QUESTIONS; each letter's yes or no is sealed."""
-    if isinstance(letters, str):
-        picked = {c for c in letters.lower() if c.isalpha()}
-    elif isinstance(letters, (set, frozenset, list, tuple)) and all(isinstance(c, str) for c in letters):
-        picked = {c.strip().lower() for c in letters}
-    else:
-        raise CheckFailed(f"tys_vendor: give a set of letters such as {{'a', 'x'}}, got {type(letters).__name__}")
+    """The questions worth asking a vendor about a 128,000-token context: a set of letters of
+    VENDOR_QUESTIONS, as the text asks; each letter's yes or no is sealed."""
+    if not isinstance(letters, (set, frozenset)) or not all(isinstance(c, str) for c in letters):
+        raise CheckFailed(f"tys_vendor: expected a set of letters (strings) such as {{'a', 'x'}}, got "
+                          f"{type(letters).__name__} {letters!r:.60}" + (
+                              "" if isinstance(letters, (set, frozenset)) else f"; {HINTS['vendor']['not_set']}"))
+    picked = {c.strip().lower() for c in letters}
     if unknown := sorted(picked - set(VENDOR_QUESTIONS)):
         raise CheckFailed(f"tys_vendor: {', '.join(map(repr, unknown))} is not one of the letters "
                           f"{', '.join(VENDOR_QUESTIONS)}")

@@ -74,6 +74,16 @@ def commutes_with_permutation(block, x, perm):
     with torch.no_grad():
         return torch.equal(block(x[:, perm]), block(x)[:, perm])
 '''.strip(), ["t-commutes"], "exact equality: rounding makes the order-blind block fail"),
+    Wrong("q-commutes", '''
+def commutes_with_permutation(block, x, perm):
+    with torch.no_grad():
+        return ((block(x[:, perm]) - block(x)[:, perm]).abs() < 1e-5).all()
+'''.strip(), ["t-commutes"], "a bool tensor returned where the text asks for True or False"),
+    Wrong("q-commutes", '''
+def commutes_with_permutation(block, x, perm):
+    with torch.no_grad():
+        return torch.allclose(block(x[:, perm]), block(x), atol=1e-5)
+'''.strip(), ["t-commutes"], "the block's outputs compared without permuting them"),
 
     # --- exercise 2: rotary (rotary_score builds on it) -------------------------------------------
     Wrong("q-rotary", _fmt(_ROTARY, body='''    a, b = x[..., :half], x[..., half:]
@@ -110,6 +120,18 @@ def rotary_score(q, k, m, n):
     q_m = rotary(q[None, :], torch.tensor([m]))[0]
     return (q_m @ k).item() / math.sqrt(q.shape[-1])
 '''.strip(), ["t-rotary-score"], "only the query rotated"),
+    Wrong("q-rotary-score", '''
+def rotary_score(q, k, m, n):
+    q_m = rotary(q[None, :], torch.tensor([m]))[0]
+    k_n = rotary(k[None, :], torch.tensor([n]))[0]
+    return q_m @ k_n / math.sqrt(q.shape[-1])
+'''.strip(), ["t-rotary-score"], "a one-element tensor returned where the text asks for a float"),
+    Wrong("q-rotary-score", '''
+def rotary_score(q, k, m, n):
+    q_m = rotary(q[None, :], torch.tensor([m]))[0]
+    k_n = rotary(k[None, :], torch.tensor([n]))[0]
+    return (q_m @ k_n).item() / math.sqrt(8)
+'''.strip(), ["t-rotary-score"], "the scale hard-coded at d_head = 8"),
 
     # --- exercise 4: block_macs (longest_input builds on it) --------------------------------------
     Wrong("q-block-macs", '''
@@ -122,12 +144,26 @@ def block_macs(n_tokens, d_model):
     n, d = n_tokens, d_model
     return {"attention_scores": n * n * d, "weights": 12 * n * d * d}
 '''.strip(), ["t-block-macs", "t-longest-input"], "q·kᵀ counted, the weighted sum of V forgotten"),
+    Wrong("q-block-macs", '''
+def block_macs(n_tokens, d_model):
+    n, d = n_tokens, d_model
+    return {"attention_scores": 2 * n * n * d, "weights": 3 * n * d * d + 8 * n * d * d}
+'''.strip(), ["t-block-macs", "t-longest-input"], "the output projection forgotten (q, k, v only)"),
+    Wrong("q-block-macs", '''
+def block_macs(n_tokens, d_model):
+    n, d = n_tokens, d_model
+    return {"attention_scores": 2 * n * n * d, "weights": 4 * n * d * d + n * d * 4 * d}
+'''.strip(), ["t-block-macs", "t-longest-input"], "one of the feed-forward layer's two matrices counted"),
 
     # --- exercise 5: crossover ----------------------------------------------------------------------
     Wrong("q-crossover", "def crossover_length(d_model):\n    return 12 * d_model",
           ["t-crossover"], "crossover from FLOPs on one side and multiply-adds on the other"),
     Wrong("q-crossover", "def crossover_length(d_model):\n    return 4608",
           ["t-crossover"], "GPT-2 small's answer hard-coded: the run-time width catches it"),
+    Wrong("q-crossover", "def crossover_length(d_model):\n    return d_model / 6",
+          ["t-crossover"], "2·n²·d = 12·n·d² solved upside down"),
+    Wrong("q-crossover", "def crossover_length(d_model):\n    return 12 * d_model - 1",
+          ["t-crossover"], "solved with the causal count n(n+1)·d"),
 
     # --- exercise 6: score matrix bytes (longest_input builds on it) ------------------------------
     Wrong("q-score-bytes", '''
@@ -148,12 +184,31 @@ def score_matrix_bytes(n_tokens, n_heads, bytes_per_number):
 
 score_tib = score_matrix_bytes(131_072, 32, 2) / 2**40
 '''.strip(), ["t-score-bytes", "t-longest-input"], "scores and softmax weights both counted"),
+    Wrong("q-score-bytes", '''
+def score_matrix_bytes(n_tokens, n_heads, bytes_per_number):
+    return n_tokens * n_tokens * n_heads * 2
+
+score_tib = score_matrix_bytes(131_072, 32, 2) / 2**40
+'''.strip(), ["t-score-bytes"], "2 bytes hard-coded, bytes_per_number ignored"),
 
     # --- exercise 7: the running softmax (my_tiled_attention builds on it) ------------------------
     Wrong("q-softmax-update", _fmt(_UPDATE, rescale="m - m_new", acc="acc"),
           ["t-softmax-update", "t-tiled"], "old acc not rescaled to the new maximum"),
     Wrong("q-softmax-update", _fmt(_UPDATE, rescale="m_new - m", acc="acc * rescale[..., None]"),
           ["t-softmax-update", "t-tiled"], "rescale factor inverted: exp(m_new - m)"),
+    Wrong("q-softmax-update", '''
+def softmax_update(m, l, acc, scores_tile, v_tile):
+    m_new = torch.maximum(m, scores_tile.amax(dim=-1))
+    p = torch.exp(scores_tile)
+    return m_new, l + p.sum(dim=-1), acc + p @ v_tile
+'''.strip(), ["t-softmax-update"], "exp of the raw scores, no running maximum subtracted"),
+    Wrong("q-softmax-update", '''
+def softmax_update(m, l, acc, scores_tile, v_tile):
+    m_new = torch.maximum(m, scores_tile.amax(dim=-1))
+    rescale = torch.exp(m) / torch.exp(m_new)
+    p = torch.exp(scores_tile) / torch.exp(m_new)[..., None]
+    return m_new, l * rescale + p.sum(dim=-1), acc * rescale[..., None] + p @ v_tile
+'''.strip(), ["t-softmax-update"], "exp(s) / exp(m_new): right maths, overflows at large scores"),
 
     # --- exercise 8: tiled attention --------------------------------------------------------------
     Wrong("q-tiled", _fmt(_TILED, scores=_SCALED.replace(" / math.sqrt(d_head)", ""), compare=">"),
@@ -167,6 +222,8 @@ score_tib = score_matrix_bytes(131_072, 32, 2) / 2**40
         "later = torch.arange(k0, k1)[None, :] > torch.arange(q0, q1)[:, None]",
         "later = hidden[q0:q1, k0:k1]"), ["t-tiled"],
           "a full n × n bool mask made once: memory that grows with n²"),
+    Wrong("q-tiled", _fmt(_TILED, scores=_SCALED.replace("math.sqrt(d_head)", "math.sqrt(8)"), compare=">"),
+          ["t-tiled"], "the scale hard-coded at d_head = 8"),
 
     # --- exercise 9: FlashAttention's figure ------------------------------------------------------
     Wrong("q-flash", "flash_tile_kib = 128 * 128 * 16 / 2**10\n"
@@ -174,6 +231,10 @@ score_tib = score_matrix_bytes(131_072, 32, 2) / 2**40
           ["t-flash"], "bits for bytes in the tile"),
     Wrong("q-flash", "flash_tile_kib = 128 * 128 * 2 / 2**10\nflash_shrink = 131_072 / 128",
           ["t-flash"], "ratio of the sides, not of the areas"),
+    Wrong("q-flash", "flash_tile_kib = 128 * 128 * 2 / 1000\nflash_shrink = (131_072 * 131_072) / (128 * 128)",
+          ["t-flash"], "KB (1,000 bytes) for KiB"),
+    Wrong("q-flash", "flash_tile_kib = 128 * 128 * 4 / 2**10\nflash_shrink = (131_072 * 131_072) / (128 * 128)",
+          ["t-flash"], "a float32 tile, 4 bytes a score"),
 
     # --- test yourself ----------------------------------------------------------------------------
     Wrong("q-tys-crossover", "tys_crossover = 12 * 4096", ["t-tys-crossover"],
@@ -182,16 +243,27 @@ score_tib = score_matrix_bytes(131_072, 32, 2) / 2**40
           "crossover taken as d_model itself"),
     Wrong("q-tys-crossover", "tys_crossover = 2 * 4096", ["t-tys-crossover"],
           "attention's projections counted as attention"),
+    Wrong("q-tys-crossover", "tys_crossover = 4096 / 6", ["t-tys-crossover"], "the crossover solved upside down"),
     Wrong("q-tys-vendor", 'tys_vendor = {"a", "b", "c", "d", "h"}', ["t-tys-vendor"],
           "also asks for accuracy with the fact at the end only"),
     Wrong("q-tys-vendor", 'tys_vendor = {"a", "b", "c"}', ["t-tys-vendor"],
           "forgets to ask about tiled attention in the serving stack"),
+    Wrong("q-tys-vendor", 'tys_vendor = ["a", "b", "c", "d"]', ["t-tys-vendor"],
+          "the right letters in a list where the text asks for a set"),
+    Wrong("q-tys-vendor", 'tys_vendor = {"a", "c", "d", "h"}', ["t-tys-vendor"],
+          "the fact at the end only instead of start, middle and end"),
 
     # --- recap ------------------------------------------------------------------------------------
     Wrong("q-longest-input", _fmt(_LONGEST, flops="n_layers * per_block", heads="n_heads"),
           ["t-longest-input"], "multiply-adds reported as FLOPs"),
     Wrong("q-longest-input", _fmt(_LONGEST, flops="2 * n_layers * per_block", heads="1"),
           ["t-longest-input"], "one head's score matrix only"),
+    Wrong("q-longest-input", _fmt(_LONGEST, flops="2 * n_layers * per_block", heads="n_heads").replace(
+        'macs["attention_scores"] / per_block', 'macs["attention_scores"] / macs["weights"]'),
+          ["t-longest-input"], "attention ÷ the rest, a ratio, for the share"),
+    Wrong("q-longest-input", _fmt(_LONGEST, flops="2 * n_layers * per_block", heads="n_heads").replace(
+        "score_matrix_bytes(n_tokens, n_heads, 2)", "score_matrix_bytes(n_tokens, n_heads, 4)"),
+          ["t-longest-input"], "32-bit scores, 4 bytes each"),
 ]
 
 HIDDEN_ONLY: set[str] = set()
