@@ -167,7 +167,8 @@ def test_numpy_and_torch_scalars_are_accepted():
     L6.check_kv_bytes_per_token(lambda s, b: np.int64(kv_right(s, b)))
     L6.check_card_params(lambda s: tuple(torch.tensor(x) for x in card_right(s)))
     L6.check_moe_sizes(lambda layer, x: (np.int64(moe_right(layer, x)[0]),
-                                         moe_right(layer, x)[1].float()))
+                                         moe_right(layer, x)[1].to(torch.int32)))
+    L6.check_requests_that_fit(lambda *a: torch.tensor(requests_right(*a)))
 
 
 # --- grouped-query attention -------------------------------------------------------------------
@@ -615,8 +616,8 @@ def test_sequence_mistake_is_named(fn, card, phrase):
 
 
 def test_sequence_random_shape_catches_an_answer_for_the_shown_cards():
-    shown = {(c["card"], c["n_tokens"]): seq_right(cl.load_card(c["card"]), c["n_tokens"], 2)
-             for c in L6.SEQ_CASES[:2]}
+    shown = {(c["card"], c["n_tokens"]): seq_right(cl.load_card(c["card"]), c["n_tokens"],
+                                                   c["bytes_per_number"]) for c in L6.SEQ_CASES[:2]}
     msg = fails(L6.check_kv_bytes_per_sequence,
                 lambda s, n, b: shown.get((s.name, n), 0))
     assert msg.startswith(L6.RANDOM_TAG) or L6.RANDOM_TAG in msg
