@@ -32,8 +32,8 @@ SERVE_TOKENS, SERVE_MEMORY, BYTES_16BIT, MIXTRAL = 8192, 80 * GB, 2, "Mixtral-8x
 its data sheet's figure, course_lib.units) in 16-bit; the recap's card."""
 TOO_BIG_CASE = dict(card="Llama-2-70b-hf", n_tokens=4096, memory_bytes=80 * GB)
 """A visible case of :func:`check_requests_that_fit`: the 16-bit weights alone overflow 80 GB."""
-EXPERTS_CASE = dict(card="Mixtral-8x7B-v0.1", n_tokens=32768, memory_bytes=80 * GB, bytes_per_number=1)
-"""Another: a mixture of experts in 8-bit."""
+EXPERTS_CASE = dict(card="Mixtral-8x7B-v0.1", n_tokens=32768, memory_bytes=141 * GB, bytes_per_number=1)
+"""Another: a mixture of experts in 8-bit on 141 GB (an H200's data sheet)."""
 GQA_CASES = (dict(batch=2, n_heads=8, n_kv_heads=2, pos=6, d_head=16, seed=0),
              dict(batch=1, n_heads=6, n_kv_heads=2, pos=5, d_head=8, seed=6))
 """Visible cases of :func:`check_gqa`: groups of 4 query heads, and of 3."""
@@ -50,9 +50,9 @@ TOY_MOE = ModelShape(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_head=24,
 CARD_PARAMS_CARDS = (MIXTRAL, "gpt2", "gemma-2-9b", TOY_MOE)
 """Visible cards of :func:`check_card_params`: experts; a tied head, biases and learned
 positions; d_head · n_heads ≠ d_model with four norms a block; 3 experts a token, tied."""
-KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b", "falcon-7b-instruct")
+KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b", "Qwen2-7B-Instruct")
 """Visible cards of :func:`check_kv_bytes_per_token`, in 16- and 8-bit (:data:`KV_TOKEN_BYTES`):
-groups of 4; d_head ≠ d_model / n_heads, groups of 2; one key/value head."""
+8 key/value heads in groups of 4; d_head ≠ d_model / n_heads, groups of 2; 4 in groups of 7."""
 KV_TOKEN_BYTES = (BYTES_16BIT, 1)
 FOUR_SIZES_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "weight_bytes")
 EXACT, CLOSE = dict(integer=True), dict(rel=1e-12)  # a count; bytes (check_value's keywords)
@@ -396,9 +396,11 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
         mha_w, w2 = weight_bytes(s.with_(n_kv_heads=s.n_heads), _dtype(b)), w * BYTES_16BIT // b
         _check(fn, what, (s, n, mem, b), None, (None, "", max(0, (mem - w) // seq), merged(_hints(
             "requests_that_fit", too_big=(mem - w) // seq if w > mem else None,
+            too_big_trunc=int((mem - w) / seq) if w > mem else None,
             memory_gib=max(0, (mem * GiB // GB - w) // seq),
             no_weights=mem // seq, mha_weights=max(0, (mem - mha_w) // seq),
-            round_up=math.ceil((mem - w) / seq), round_nearest=round((mem - w) / seq),
+            round_up=math.ceil((mem - w) / seq) if w <= mem else None,
+            round_nearest=round((mem - w) / seq) if w <= mem else None,
             keys_only=max(0, (mem - w) // (seq // 2)),
             query_heads=max(0, (mem - w) // (seq * s.group_size)),
             active_weights=max(0, (mem - count_params(s).active * b) // seq) if s.is_moe else None,
@@ -460,14 +462,15 @@ def _random_hybrid(seed: str = "lesson6/kv_bytes_per_sequence") -> dict:
 
 
 def _random_shared_moe(seed: str = "lesson6/moe_layer_params") -> dict:
-    """A mixture of 8 to 64 experts, 2 to half of them per token, and 1 to 3 shared experts."""
+    """A mixture of 8 to 64 experts, 2 to half of them per token, and 1 to 3 shared experts of a
+    width of their own (never n_shared_experts × d_ff)."""
     rng = random.Random(seed)
     d, n_experts = rng.choice((64, 96, 128, 256)), rng.choice((8, 16, 32, 64))
     return dict(d_model=d, n_layers=2, n_heads=4, d_ff=rng.choice((32, 48, 96)), d_vocab=100,
                 n_ctx=64, mlp="swiglu", norm="rmsnorm", positions="rotary", qkv_bias=False,
                 out_bias=False, mlp_bias=False, tied_embeddings=False, n_experts=n_experts,
                 n_experts_per_tok=rng.randint(2, n_experts // 2),
-                n_shared_experts=rng.randint(1, 3))
+                n_shared_experts=rng.randint(1, 3), d_ff_shared=rng.choice((80, 112, 200)))
 
 
 RANDOM_SEQ_CASE, RANDOM_MOE_CARD = _random_hybrid(), _random_shared_moe()
@@ -549,7 +552,7 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
         if not s.is_moe:
             raise ValueError(f"{s.name or 'a shape'} has no experts")
         what = label("moe_layer_params", f"d_model={s.d_model}, {s.n_experts} experts of {s.d_ff}, "
-                     f"{s.n_experts_per_tok} per token, {s.n_shared_experts} shared", random=True) \
+                     f"{s.n_experts_per_tok} per token, {s.n_shared_experts} shared {s.shared_width} wide", random=True) \
             if card == RANDOM_MOE_CARD else _label("moe_layer_params", s, is_shown(card, MOE_CARDS),
                                                    kinds=("shared experts" if s.n_shared_experts
                                                           else "no shared experts",))
