@@ -167,7 +167,8 @@ def test_numpy_and_torch_scalars_are_accepted():
     L6.check_kv_bytes_per_token(lambda s, b: np.int64(kv_right(s, b)))
     L6.check_card_params(lambda s: tuple(torch.tensor(x) for x in card_right(s)))
     L6.check_moe_sizes(lambda layer, x: (np.int64(moe_right(layer, x)[0]),
-                                         moe_right(layer, x)[1].float()))
+                                         moe_right(layer, x)[1].to(torch.int32)))
+    L6.check_requests_that_fit(lambda *a: torch.tensor(requests_right(*a)))
 
 
 # --- grouped-query attention -------------------------------------------------------------------
@@ -244,9 +245,9 @@ def test_gqa_reference_is_the_toy_layer():
 
 KV_MISTAKES = [
     (lambda s, b: 2 * s.n_layers * s.n_heads * s.d_head * b, "Meta-Llama-3-8B", "query heads"),
-    (lambda s, b: s.n_layers * s.n_kv_heads * s.d_head * b, "Meta-Llama-3-8B", "only keys"),
-    (lambda s, b: 2 * s.n_kv_heads * s.d_head * b, "Meta-Llama-3-8B", "layers are missing"),
-    (lambda s, b: 2 * s.n_layers * s.n_kv_heads * s.d_head, "Meta-Llama-3-8B", "not bytes"),
+    (lambda s, b: s.n_layers * s.n_kv_heads * s.d_head * b, "Meta-Llama-3-8B", "counting keys alone"),
+    (lambda s, b: 2 * s.n_kv_heads * s.d_head * b, "Meta-Llama-3-8B", "one layer's cache"),
+    (lambda s, b: 2 * s.n_layers * s.n_kv_heads * s.d_head, "Meta-Llama-3-8B", "numbers instead of bytes"),
     (lambda s, b: 16 * s.n_layers * s.n_kv_heads * s.d_head * b, "Meta-Llama-3-8B", "bits"),
     (lambda s, b: 2 * s.n_layers * s.d_model * b, "Meta-Llama-3-8B", "lesson 1's cache"),
     (lambda s, b: 2 * s.n_layers * s.n_kv_heads * (s.d_model // s.n_heads) * b, "gemma-2-9b",
@@ -482,7 +483,7 @@ FOUR_MISTAKES = [
      "multiply by bytes_per_number"),
     (_four("weight_bytes", lambda z, **_: z["weight_bytes"] / 2**30), "Mixtral-8x7B-v0.1", "in GiB"),
     (_four("kv_cache_bytes_per_token", lambda z, **_: z["kv_cache_bytes_per_token"] // 2),
-     "Mixtral-8x7B-v0.1", "only keys"),
+     "Mixtral-8x7B-v0.1", "counting keys alone"),
     (_four("total_params", lambda z, **_: z["active_params"]), "Mixtral-8x7B-v0.1",
      "that is the active count"),
     (_four("weight_bytes", lambda z, s, b, **_: z["weight_bytes"] + s.d_vocab * s.d_model * b),
@@ -615,8 +616,8 @@ def test_sequence_mistake_is_named(fn, card, phrase):
 
 
 def test_sequence_random_shape_catches_an_answer_for_the_shown_cards():
-    shown = {(c["card"], c["n_tokens"]): seq_right(cl.load_card(c["card"]), c["n_tokens"], 2)
-             for c in L6.SEQ_CASES[:2]}
+    shown = {(c["card"], c["n_tokens"]): seq_right(cl.load_card(c["card"]), c["n_tokens"],
+                                                   c["bytes_per_number"]) for c in L6.SEQ_CASES[:2]}
     msg = fails(L6.check_kv_bytes_per_sequence,
                 lambda s, n, b: shown.get((s.name, n), 0))
     assert msg.startswith(L6.RANDOM_TAG) or L6.RANDOM_TAG in msg
@@ -736,3 +737,165 @@ def test_moe_sizes_asks_for_a_tensor_and_counts_biases():
         return total - biases, active
     msg = fails(L6.check_moe_sizes, weights_only)
     assert "with biases" in msg, msg
+
+
+# --- #16: hard-coded constants, types, torch's own pairing ---------------------------------------
+
+F = torch.nn.functional
+
+
+def _gqa_torch(enable_gqa, repeat):
+    def fn(q, k, v):
+        g = q.shape[1] // k.shape[1] if repeat else 1
+        k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=enable_gqa)
+    return fn
+
+
+def test_gqa_refuses_torch_pairing_the_heads():
+    """enable_gqa=True with fewer key/value heads does the exercise's work; torch's attention on
+    heads the learner has matched is allowed, as the text says."""
+    msg = fails(L6.check_gqa, _gqa_torch(enable_gqa=True, repeat=False))
+    assert "enable_gqa=True" in msg and "repeat the key/value heads yourself" in msg, msg
+    L6.check_gqa(_gqa_torch(enable_gqa=False, repeat=True))
+    L6.check_gqa(_gqa_torch(enable_gqa=True, repeat=True))     # already paired: nothing done for it
+
+
+def _gqa_fixed_group(q, k, v):
+    return cl.scaled_dot_product_attention(q, k.repeat_interleave(4, 1), v.repeat_interleave(4, 1), causal=True)
+
+
+def test_gqa_fixed_group_fails_the_visible_test():
+    L6.check_gqa(_gqa_fixed_group, cases=L6.GQA_CASES[:1])     # groups of 4: right by luck
+    msg = fails(L6.check_gqa, _gqa_fixed_group)
+    assert "(1, 6, 5, 8)" in msg and "raised RuntimeError" in msg, msg
+
+
+def _gqa_step(mask_from=1, divide=math.sqrt, dim=-1):
+    def fn(q, k, v):
+        g = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+        n = q.shape[-2]
+        scores = q @ k.transpose(-2, -1) / divide(q.shape[-1])
+        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(mask_from), float("-inf"))
+        return scores.softmax(dim) @ v
+    return fn
+
+
+@pytest.mark.parametrize("fn, phrase", [
+    (_gqa_step(mask_from=0), "hidden from itself too"),
+    (_gqa_step(divide=lambda d: d), "divided by d_head"),
+    (_gqa_step(dim=-2), "softmax runs over the queries"),
+    (lambda q, k, v: _gqa_step()(q, k, v) * float("nan"), "NaN"),
+], ids=["diagonal", "d_head", "dim", "nan"])
+def test_gqa_attention_slips_are_named(fn, phrase):
+    assert phrase in fails(L6.check_gqa, fn)
+
+
+def test_counts_must_be_ints():
+    """The text asks for ints (counts of parameters, of requests): a float, even a whole one,
+    is refused with both types named; an integer tensor or numpy integer is an int."""
+    msg = fails(L6.check_card_params, lambda s: tuple(float(x) for x in card_right(s)))
+    assert "expected an int" in msg and "got float" in msg, msg
+    msg = fails(L6.check_requests_that_fit, lambda *a: float(requests_right(*a)))
+    assert "expected an int (requests" in msg and "got float" in msg, msg
+    msg = fails(L6.check_moe_layer_params, lambda s: tuple(float(x) for x in moe_layer_right(s)))
+    assert "expected an int" in msg, msg
+    msg = fails(L6.check_four_sizes, lambda s, b: {**four_right(s, b), "active_params": 1.0 * four_right(s, b)["active_params"]})
+    assert "['active_params']: expected an int" in msg, msg
+    msg = fails(L6.check_moe_sizes, lambda layer, x: (float(moe_right(layer, x)[0]), moe_right(layer, x)[1]))
+    assert "[0], the total: expected an int" in msg, msg
+    for dtype in (torch.float32, torch.float64, torch.bool):
+        msg = fails(L6.check_moe_sizes, lambda layer, x: (moe_right(layer, x)[0], moe_right(layer, x)[1].to(dtype)))
+        assert "integer tensor (torch.int64" in msg and f"got a {str(dtype)[6:]} tensor" in msg, msg
+    msg = fails(L6.check_requests_that_fit, lambda *a: requests_right(*a) + 0.5)
+    assert "whole number" in msg, msg     # not whole: check_value says so before the type
+
+
+def _kv_fixed(s, b):
+    return kv_right(s, 2)
+
+
+def _moe_fixed_top_k(layer, x):
+    t, a = moe_right(layer, x)
+    expert = sum(p.numel() for p in layer.experts[0].parameters())
+    return t, torch.full_like(a, layer.router.weight.numel() + 2 * expert)
+
+
+def _card_fixed_top_k(s):
+    t, a = card_right(s)
+    return t, a - s.n_layers * (s.n_experts_per_tok - 2) * s.mlp_matrices * s.d_model * s.d_ff if s.n_experts else a
+
+
+def _requests_fixed(s, n, mem, b):
+    return requests_right(s, n, mem, 2)
+
+
+def _four_fixed(s, b):
+    return {**four_right(s, b), "weight_bytes": card_right(s)[0] * 2}
+
+
+def _seq_fixed(s, n, b):
+    return seq_right(s, n, 2)
+
+
+def _shared_n_wide(s):
+    """Shared experts counted n_shared_experts × d_ff wide, not s.shared_width."""
+    def mlp(width):
+        return s.mlp_matrices * s.d_model * width + ((s.mlp_matrices - 1) * width + s.d_model if s.mlp_bias else 0)
+    held, used = moe_layer_right(s)
+    extra = mlp(s.n_shared_experts * s.d_ff) - mlp(s.shared_width) if s.n_shared_experts else 0
+    return held + extra, used + extra
+
+
+HARD_CODED = [  # (check, wrong, the inputs a visible test tried before #16, words of the failure)
+    (L6.check_kv_bytes_per_token, _kv_fixed, dict(cards=["Meta-Llama-3-8B", "gemma-2-9b"], bytes_per_number=[2]),
+     "as a fixed 2 bytes per number gives"),
+    (L6.check_moe_sizes, _moe_fixed_top_k, dict(layers=[L6.MOE_LAYERS[0], {**L6.MOE_LAYERS[1], "top_k": 2, "n_experts": 3}]),
+     "counts 2 experts for every token"),
+    (L6.check_card_params, _card_fixed_top_k, dict(cards=["Mixtral-8x7B-v0.1", "gpt2", "gemma-2-9b"]),
+     "counts 2 experts a token"),
+    (L6.check_requests_that_fit, _requests_fixed, dict(cases=[dict(card=L6.seven_b(32), n_tokens=8192, memory_bytes=80 * 10**9),
+                                                             L6.TOO_BIG_CASE]),
+     "2 bytes per number whatever"),
+    (L6.check_four_sizes, _four_fixed, dict(cards=["Mixtral-8x7B-v0.1"], bytes_per_number=[2]),
+     "a fixed 2 bytes a parameter"),
+    (L6.check_kv_bytes_per_sequence, _seq_fixed, dict(cases=[{**c, "bytes_per_number": 2} for c in L6.SEQ_CASES]),
+     "as a fixed 2 bytes per number gives"),
+    (L6.check_moe_layer_params, _shared_n_wide, dict(cards=["Qwen3-30B-A3B", "DeepSeek-V2-Lite"]),
+     "use s.shared_width"),
+]
+
+
+@pytest.mark.parametrize("check, wrong, before, phrase", HARD_CODED, ids=[w.__name__ for _, w, *_ in HARD_CODED])
+def test_a_hard_coded_constant_fails_the_visible_test(check, wrong, before, phrase):
+    """#16: each passes the inputs a visible test tried before (16-bit only, groups of 4, 2
+    experts a token, shared experts n_shared_experts × d_ff wide), and fails the visible test
+    now, naming the slip."""
+    check(wrong, **before)
+    msg = fails(check, wrong)
+    assert phrase in msg, msg
+
+
+def _card_layer_slip(kind):
+    def fn(s):
+        t, a = card_right(s)
+        d, L = s.d_model, s.n_layers
+        extra = {"ungated": L * d * s.d_ff if s.mlp == "gelu" else 0,
+                 "layernorm": -(s.norms_per_block * L + 1) * d if s.norm == "layernorm" else 0}[kind]
+        return t + extra, a + extra
+    return fn
+
+
+@pytest.mark.parametrize("fn, check, phrase", [
+    (_card_layer_slip("ungated"), L6.check_card_params, "only the gated swiglu and geglu have three"),
+    (_card_layer_slip("layernorm"), L6.check_card_params, "a LayerNorm has a weight and a bias"),
+    (_req(lambda mem, w, seq, n, **_: max(0, (mem - w) // (seq // n))), L6.check_requests_that_fit,
+     "divides by the cache of one token"),
+    (_req(lambda mem, s, b, seq, **_: max(0, (mem - card_right(s)[1] * b) // seq)), L6.check_requests_that_fit,
+     "sized by the active parameters"),
+    (_req(lambda mem, w, seq, **_: int((mem - w) / seq)), L6.check_requests_that_fit, "int() of a negative"),
+], ids=["ungated", "layernorm", "per token", "active weights", "int()"])
+def test_more_slips_are_named_in_the_visible_test(fn, check, phrase):
+    msg = fails(check, fn)
+    assert phrase in msg, msg

@@ -8,6 +8,7 @@ its fields.  The learner's functions may not call course_lib's counters, the MoE
 from __future__ import annotations
 
 import math
+import numbers
 import random
 from contextlib import nullcontext
 from typing import Mapping, Sequence
@@ -19,8 +20,8 @@ from ..params import (attention_params_per_layer, count_params, feed_forward_par
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_equal, check_value, confirm_close,
-               heads_kind, is_shown, on_hidden, own_work, watch_calls)
-from .exercise import RANDOM_TAG, Question, dtype_name, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
+               heads_kind, is_shown, on_hidden)
+from .exercise import HIDDEN, RANDOM_TAG, Question, call, dtype_name, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -31,16 +32,28 @@ SERVE_TOKENS, SERVE_MEMORY, BYTES_16BIT, MIXTRAL = 8192, 80 * GB, 2, "Mixtral-8x
 its data sheet's figure, course_lib.units) in 16-bit; the recap's card."""
 TOO_BIG_CASE = dict(card="Llama-2-70b-hf", n_tokens=4096, memory_bytes=80 * GB)
 """A visible case of :func:`check_requests_that_fit`: the 16-bit weights alone overflow 80 GB."""
-GQA_CASES = (dict(batch=2, n_heads=8, n_kv_heads=2, pos=6, d_head=16, seed=0),)
+EXPERTS_CASE = dict(card="Mixtral-8x7B-v0.1", n_tokens=32768, memory_bytes=141 * GB, bytes_per_number=1)
+"""Another: a mixture of experts in 8-bit on 141 GB (an H200's data sheet)."""
+GQA_CASES = (dict(batch=2, n_heads=8, n_kv_heads=2, pos=6, d_head=16, seed=0),
+             dict(batch=1, n_heads=6, n_kv_heads=2, pos=5, d_head=8, seed=6))
+"""Visible cases of :func:`check_gqa`: groups of 4 query heads, and of 3."""
 MOE_LAYERS = (dict(d_model=32, d_ff=48, n_experts=8, top_k=2, mlp="swiglu", bias=False, batch=2,
                    pos=5, seed=0),
-              dict(d_model=12, d_ff=20, n_experts=3, top_k=2, mlp="gelu", bias=True, batch=1,
+              dict(d_model=12, d_ff=20, n_experts=4, top_k=3, mlp="gelu", bias=True, batch=1,
                    pos=4, seed=11))
-"""Visible cases of :func:`check_moe_sizes`: Mixtral's routing at toy size; experts with biases."""
-CARD_PARAMS_CARDS = (MIXTRAL, "gpt2", "gemma-2-9b")
+"""Visible cases of :func:`check_moe_sizes`: Mixtral's routing at toy size; 3 of 4 experts with
+biases."""
+TOY_MOE = ModelShape(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_head=24, d_ff=80,
+                     d_vocab=300, n_ctx=64, n_experts=5, n_experts_per_tok=3, mlp="swiglu",
+                     norm="rmsnorm", positions="rotary", qkv_bias=False, out_bias=False,
+                     mlp_bias=False, tied_embeddings=True, name="lesson6.TOY_MOE, 3 of 5 experts a token")
+CARD_PARAMS_CARDS = (MIXTRAL, "gpt2", "gemma-2-9b", TOY_MOE)
 """Visible cards of :func:`check_card_params`: experts; a tied head, biases and learned
-positions; d_head · n_heads ≠ d_model with four norms a block."""
-KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b")  # grouped-query; d_head ≠ d_model / n_heads
+positions; d_head · n_heads ≠ d_model with four norms a block; 3 experts a token, tied."""
+KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b", "Qwen2-7B-Instruct")
+"""Visible cards of :func:`check_kv_bytes_per_token`, in 16- and 8-bit (:data:`KV_TOKEN_BYTES`):
+8 key/value heads in groups of 4; d_head ≠ d_model / n_heads, groups of 2; 4 in groups of 7."""
+KV_TOKEN_BYTES = (BYTES_16BIT, 1)
 FOUR_SIZES_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "weight_bytes")
 EXACT, CLOSE = dict(integer=True), dict(rel=1e-12)  # a count; bytes (check_value's keywords)
 _SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_sizes"},
@@ -89,23 +102,30 @@ def _kinds(s: ModelShape) -> tuple:
             "" if s.d_model == s.n_heads * s.d_head else "d_head is not d_model / n_heads")
 
 
-def _own(fn, *args):
-    """``own_work(fn, *args)``, failing too if ``fn`` used a shortcut that holds the answer."""
-    with watch_calls(found := [], _SHORTCUTS):
-        result = own_work(fn, *args)
-    if found:
-        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} uses course_lib's "
-                          f"{found[0]}, which computes this answer: build it yourself, then "
-                          "use course_lib to check it")
-    return result
+def _own(fn, what: str, *args):
+    """The learner's ``fn(*args)`` through :func:`~.exercise.call`: no course_lib counter nor
+    shortcut (:data:`_SHORTCUTS`), and an error it raises named by the input ``what``."""
+    return call(fn, what, *args, shown=HIDDEN not in what, shortcuts=_SHORTCUTS, explain_errors=True)
 
 
-def _check(fn, what: str, args: tuple, returns, *parts, builds: tuple = ()):
+def _whole(x, what: str, why: str):
+    """Fail if ``x`` is a number but not an integer (a float, a float tensor): the exercise asks
+    for an ``int`` because ``why``.  Not a number at all: :func:`check_value` says so."""
+    scalar, dtype = getattr(x, "ndim", None) == 0, str(getattr(x, "dtype", "")).split(".")[-1]
+    if isinstance(x, numbers.Integral) and not isinstance(x, bool) or scalar and dtype.startswith(("int", "uint")):
+        return
+    if isinstance(x, numbers.Real) or scalar:
+        got = type(x).__name__ if isinstance(x, numbers.Real) else f"a {dtype} {type(x).__name__.lower()}"
+        raise CheckFailed(HINTS["types"]["int"].format(what=what, why=HINTS["types"][why], got=f"{got} {x!r:.40}"))
+
+
+def _check(fn, what: str, args: tuple, returns, *parts, builds: tuple = (), counts: str = "params"):
     """Check ``fn(*args)`` (:func:`_own`), named ``what``: read the result as ``returns`` (None:
     one value; a text naming a tuple's values; dict keys) and compare each part ``(index, name,
     expected, mistakes, EXACT or CLOSE)`` (index None: the whole result) with
-    :func:`check_value`, ``builds`` named on a generic failure.  Returns the result read."""
-    got = _own(fn, *args)
+    :func:`check_value`, ``builds`` named on a generic failure; an EXACT part, once right, must
+    be an int (:func:`_whole`, ``counts`` says why).  Returns the result read."""
+    got = _own(fn, what, *args)
     if returns is not None:
         got = as_tuple(got, returns.count(",") + 1, what, returns) if isinstance(returns, str) \
             else as_keyed(got, returns, what)
@@ -114,6 +134,8 @@ def _check(fn, what: str, args: tuple, returns, *parts, builds: tuple = ()):
             part = what if index is None else f"{what}[{index!r}]" + (f", {name}" if name else "")
             check_value(got if index is None else got[index], expected, what=part,
                         mistakes=mistakes, **tolerance)
+            if tolerance is EXACT:  # right, but the exercise asks for an int
+                _whole(got if index is None else got[index], part, counts)
     return got
 
 
@@ -127,12 +149,36 @@ def gqa_inputs(batch: int, n_heads: int, n_kv_heads: int, pos: int, d_head: int,
     return [torch.randn(batch, h, pos, d_head, generator=g) for h in (n_heads, n_kv_heads, n_kv_heads)]
 
 
-def _attend(q, k, v, causal=True, scale=True):
-    """Plain attention over already-matched heads (the mistakes' outputs)."""
+def _attend(q, k, v, causal=True, scale=True, dim=-1):
+    """Plain attention over already-matched heads (the mistakes' outputs): ``causal`` True, False
+    or "diagonal" (each token hidden from itself too), ``scale`` True, False or "d_head"."""
     import torch
-    scores, n = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1), q.shape[-2]
-    mask = torch.ones(n, n, dtype=torch.bool).triu(1) if causal else torch.zeros(n, n).bool()
-    return scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
+    d, n = q.shape[-1], q.shape[-2]
+    scores = q @ k.transpose(-2, -1) / {True: math.sqrt(d), False: 1, "d_head": d}[scale]
+    mask = torch.ones(n, n, dtype=torch.bool).triu(0 if causal == "diagonal" else 1) if causal \
+        else torch.zeros(n, n).bool()
+    return scores.masked_fill(mask, float("-inf")).softmax(dim) @ v
+
+
+def _own_pairing(fn, what: str, *args):
+    """:func:`_own`, failing if ``fn`` lets torch pair query heads with fewer key/value heads
+    (``scaled_dot_product_attention(..., enable_gqa=True)``), which is the exercise's work."""
+    from torch.overrides import TorchFunctionMode
+    found = []
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            q_k = [*args[:2], *(kwargs.get(n) for n in ("query", "key")[len(args[:2]):])]
+            if getattr(func, "__name__", "") == "scaled_dot_product_attention" and kwargs.get(
+                    "enable_gqa") and q_k[0].shape[-3] != q_k[1].shape[-3]:
+                found.append(func)
+            return func(*args, **kwargs)
+    with Watch():
+        got = _own(fn, what, *args)
+    if found:
+        raise CheckFailed(HINTS["gqa"]["enable_gqa"].format(name=getattr(fn, "__name__", "your function")))
+    return got
 
 
 def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
@@ -146,7 +192,7 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
         (q, k, v), shown = gqa_inputs(**case), is_shown(case, GQA_CASES)
         what = f"grouped_query_attention on q {tuple(q.shape)}, k and v {tuple(k.shape)}" if shown \
             else on_hidden("grouped_query_attention", heads_kind(case["n_heads"], case["n_kv_heads"]))
-        got = _own(fn, q.clone(), k.clone(), v.clone())
+        got = _own_pairing(fn, what, q.clone(), k.clone(), v.clone())
         if not isinstance(got, torch.Tensor):
             raise CheckFailed(f"{what}: return a tensor, got {type(got).__name__}")
         if tuple(got.shape) != tuple(q.shape):
@@ -163,11 +209,15 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
         for diagnosis, wrong in _hints(
                 "gqa", repeat=_attend(q, k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)),
                 no_mask=_attend(q, ki, vi, causal=False), no_scale=_attend(q, ki, vi, scale=False),
+                diagonal=_attend(q, ki, vi, causal="diagonal"), scale_d_head=_attend(q, ki, vi, scale="d_head"),
+                softmax_dim=_attend(q, ki, vi, dim=-2),
                 head0=_attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
                 swapped=_attend(q, vi, ki)).items():
             if not torch.allclose(wrong, expected, atol=1e-5) and \
-                    torch.allclose(got, wrong, atol=1e-5, rtol=1e-4):
+                    torch.allclose(got, wrong, atol=1e-5, rtol=1e-4, equal_nan=True):
                 raise CheckFailed(f"{what} is not right: {diagnosis}")
+        if not got.isfinite().all():
+            raise CheckFailed(f"{what} is not right: {HINTS['gqa']['not_finite']}")
         raise CheckFailed(f"{what} is not right: it differs from torch's grouped-query attention "
                           f"by up to {float((got - expected).abs().max()):.2g}")
 
@@ -180,19 +230,20 @@ def kv_mistakes(s: ModelShape, b) -> dict:
     return merged(_hints(
         "kv_bytes_per_token", d_head=2 * L * s.n_kv_heads * (d // h) * b
         if d % h == 0 and d // h != s.d_head else None, query_heads=2 * L * h * s.d_head * b,
+        fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
         only_keys=right / 2, no_layers=right / L, numbers=right / b, bits=8 * right,
         lesson1=2 * L * d * b))
 
 
 def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
-                             bytes_per_number: Sequence = (BYTES_16BIT,)) -> None:
+                             bytes_per_number: Sequence = KV_TOKEN_BYTES) -> None:
     """Check ``fn(s, bytes_per_number) -> bytes`` one token adds to the KV cache, 2 × n_layers ×
     n_kv_heads × d_head × bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
     for card in cards:
         s = _plain(as_shape(card))
         for b in bytes_per_number:
             what = _label("kv_bytes_per_token", s, is_shown((card, b), [
-                (c, BYTES_16BIT) for c in KV_TOKEN_CARDS]), b, kinds=(
+                (c, n) for c in KV_TOKEN_CARDS for n in KV_TOKEN_BYTES]), b, kinds=(
                     heads_kind(s.n_heads, s.n_kv_heads), _kinds(s)[1]))
             _check(fn, what, (s, b), None, (None, "", kv_cache_bytes_per_token(s, _dtype(b)),
                                             kv_mistakes(s, b), CLOSE))
@@ -241,12 +292,13 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
         if not isinstance(active, torch.Tensor):  # the exercise asks for an integer tensor
             raise CheckFailed(f"{what}[1]: return the active parameters as an integer torch "
                               f"tensor of shape {per_token}, got {type(active).__name__}")
+        if active.is_floating_point() or active.is_complex() or active.dtype == torch.bool:
+            raise CheckFailed(HINTS["types"]["active_dtype"].format(
+                what=f"{what}[1]", dtype=str(active.dtype).split(".")[-1]))
         if tuple((got := active.detach()).shape) != tuple(expected.shape):
             raise CheckFailed(f"{what}[1]: the active parameters should have one value per token, "
                               f"shape {per_token}, got " + (f"shape {tuple(got.shape)}" if shown
                                                             else "another shape"))
-        if got.is_floating_point() and not torch.equal(got, got.round()):
-            raise CheckFailed(f"{what}[1]: parameters are whole numbers")
         got, what = got.to(torch.int64), f"{what}[1], the active parameters"
         if torch.equal(got, expected):  # recorded, so the grader compares it too
             check_equal(got.tolist(), expected.tolist(), what=what)
@@ -254,7 +306,8 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
         for diagnosis, wrong in _hints(
                 "moe_sizes", active_no_router=expected - router, every_expert=torch.full_like(
                     expected, total), active_one_expert=expected - (k - 1) * expert,
-                router_top_k=expected + (k - 1) * router).items():
+                router_top_k=expected + (k - 1) * router,
+                fixed_top_k=expected - (k - 2) * expert if k != 2 else None).items():
             if not torch.equal(wrong, expected) and torch.equal(got, wrong):
                 raise CheckFailed(f"{what}, is not right: {diagnosis}")
         how_many = f"{int((got != expected).sum())} of {got.numel()}" if shown else "some"
@@ -285,7 +338,9 @@ def total_mistakes(s: ModelShape) -> dict:
         norms_per_block=t + (2 - s.norms_per_block) * L * norm
         if norms and s.norms_per_block != 2 else None,
         positions=t - s.n_ctx * d if s.positions == "learned" else None,
-        biases=no_bias if no_bias != t else None))
+        biases=no_bias if no_bias != t else None,
+        ungated=t + (E if moe else 1) * L * d * s.d_ff if s.mlp_matrices == 2 else None,
+        layernorm_weight=t - norms // 2 if s.norm == "layernorm" else None))
 
 
 def active_mistakes(s: ModelShape) -> dict:
@@ -296,6 +351,7 @@ def active_mistakes(s: ModelShape) -> dict:
         active_no_routers=c.active - moe_L * router_params_per_layer(s),
         split=c.total * k / s.n_experts, active_one_expert=c.active - moe_L * (k - 1) * mlp_params(s),
         attention_per_visit=c.active + (k - 1) * s.n_layers * attention_params_per_layer(s),
+        fixed_top_k=c.active - moe_L * (k - 2) * mlp_params(s) if k != 2 else None,
     )) if s.is_moe else {}
 
 
@@ -318,10 +374,11 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
     """Check ``fn(s, n_tokens, memory_bytes, bytes_per_number) -> int``: floor((memory − weight
     bytes) / cache bytes per sequence), 0 if the weights alone do not fit.  A case: ``card`` (and
     ``n_kv_heads`` to set), ``n_tokens``, ``memory_bytes``, ``bytes_per_number`` (default 2); by
-    default :func:`seven_b` with 32 and 8 kv heads, 8,192 tokens, 80 GB, and :data:`TOO_BIG_CASE`.
+    default :func:`seven_b` with 32 and 8 kv heads, 8,192 tokens, 80 GB, :data:`TOO_BIG_CASE` and
+    :data:`EXPERTS_CASE`.
     The learner's ``card_params`` and ``kv_bytes_per_token``, if given, are re-checked first."""
     shown_cases = [*(dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
-                     for kv in (32, 8)), TOO_BIG_CASE]
+                     for kv in (32, 8)), TOO_BIG_CASE, EXPERTS_CASE]
     for case in shown_cases if cases is None else cases:
         s = as_shape(case["card"])
         s = _plain(s.with_(n_kv_heads=case["n_kv_heads"]) if "n_kv_heads" in case else s)
@@ -336,15 +393,20 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
         if kv_bytes_per_token is not None:
             requires("kv_bytes_per_token", check_kv_bytes_per_token, kv_bytes_per_token, [s], [b])
         w, seq = weight_bytes(s, _dtype(b)), kv_cache_bytes_per_sequence(s, n, _dtype(b))
-        mha_w = weight_bytes(s.with_(n_kv_heads=s.n_heads), _dtype(b))
+        mha_w, w2 = weight_bytes(s.with_(n_kv_heads=s.n_heads), _dtype(b)), w * BYTES_16BIT // b
         _check(fn, what, (s, n, mem, b), None, (None, "", max(0, (mem - w) // seq), merged(_hints(
             "requests_that_fit", too_big=(mem - w) // seq if w > mem else None,
+            too_big_trunc=int((mem - w) / seq) if w > mem else None,
             memory_gib=max(0, (mem * GiB // GB - w) // seq),
             no_weights=mem // seq, mha_weights=max(0, (mem - mha_w) // seq),
-            round_up=math.ceil((mem - w) / seq), round_nearest=round((mem - w) / seq),
+            round_up=math.ceil((mem - w) / seq) if w <= mem else None,
+            round_nearest=round((mem - w) / seq) if w <= mem else None,
             keys_only=max(0, (mem - w) // (seq // 2)),
-            query_heads=max(0, (mem - w) // (seq * s.group_size)))), EXACT),
-               builds=("card_params", "kv_bytes_per_token"))
+            query_heads=max(0, (mem - w) // (seq * s.group_size)),
+            active_weights=max(0, (mem - count_params(s).active * b) // seq) if s.is_moe else None,
+            per_token=max(0, (mem - w) // (seq // n)) if n > 1 else None,
+            fixed_bytes=max(0, (mem - w2) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None)),
+            EXACT), builds=("card_params", "kv_bytes_per_token"), counts="requests")
 # --- the four sizes (the recap) ----------------------------------------------------------------
 
 def weight_mistakes(s: ModelShape, b) -> dict:
@@ -352,18 +414,24 @@ def weight_mistakes(s: ModelShape, b) -> dict:
     c, wb = count_params(s), weight_bytes(s, _dtype(b))
     return merged(_hints("four_sizes", active=c.active * b, params=c.total, gib=wb / GiB,
                          gb=wb / GB, tied=wb + s.d_vocab * s.d_model * b
-                         if s.tied_embeddings else None))
+                         if s.tied_embeddings else None,
+                         fixed_bytes=c.total * BYTES_16BIT if b != BYTES_16BIT else None))
 
 
-def check_four_sizes(fn, cards: Sequence = (MIXTRAL,),
-                     bytes_per_number: Sequence = (BYTES_16BIT,)) -> None:
+FOUR_SIZES_CARDS, FOUR_SIZES_BYTES = (MIXTRAL, "gpt2"), (BYTES_16BIT, 4)
+"""Visible inputs of :func:`check_four_sizes`: experts, and a dense card with a tied head; 16- and 32-bit."""
+
+
+def check_four_sizes(fn, cards: Sequence = FOUR_SIZES_CARDS,
+                     bytes_per_number: Sequence = FOUR_SIZES_BYTES) -> None:
     """Check ``fn(s, bytes_per_number) -> {"total_params", "active_params",
     "kv_cache_bytes_per_token", "weight_bytes"}`` against course_lib's counters."""
     for card in cards:
         s = _plain(as_shape(card))
         c = count_params(s)
         for b in bytes_per_number:
-            what = _label("four_sizes", s, is_shown((card, b), [(MIXTRAL, BYTES_16BIT)]), b,
+            what = _label("four_sizes", s, is_shown((card, b), [
+                (c, n) for c in FOUR_SIZES_CARDS for n in FOUR_SIZES_BYTES]), b,
                           kinds=_kinds(s)[:1])
             _check(fn, what, (s, b), FOUR_SIZES_KEYS,
                    ("total_params", "", c.total, total_mistakes(s), EXACT),
@@ -394,22 +462,23 @@ def _random_hybrid(seed: str = "lesson6/kv_bytes_per_sequence") -> dict:
 
 
 def _random_shared_moe(seed: str = "lesson6/moe_layer_params") -> dict:
-    """A mixture of 8 to 64 experts, 2 to half of them per token, and 1 to 3 shared experts."""
+    """A mixture of 8 to 64 experts, 2 to half of them per token, and 1 to 3 shared experts of a
+    width of their own (never n_shared_experts × d_ff)."""
     rng = random.Random(seed)
     d, n_experts = rng.choice((64, 96, 128, 256)), rng.choice((8, 16, 32, 64))
     return dict(d_model=d, n_layers=2, n_heads=4, d_ff=rng.choice((32, 48, 96)), d_vocab=100,
                 n_ctx=64, mlp="swiglu", norm="rmsnorm", positions="rotary", qkv_bias=False,
                 out_bias=False, mlp_bias=False, tied_embeddings=False, n_experts=n_experts,
                 n_experts_per_tok=rng.randint(2, n_experts // 2),
-                n_shared_experts=rng.randint(1, 3))
+                n_shared_experts=rng.randint(1, 3), d_ff_shared=rng.choice((80, 112, 200)))
 
 
 RANDOM_SEQ_CASE, RANDOM_MOE_CARD = _random_hybrid(), _random_shared_moe()
 SEQ_CASES = (dict(card="gemma-3-1b-it", n_tokens=32768, bytes_per_number=BYTES_16BIT),
-             dict(card="DeepSeek-V2-Lite", n_tokens=32768, bytes_per_number=BYTES_16BIT),
+             dict(card="DeepSeek-V2-Lite", n_tokens=32768, bytes_per_number=1),
              RANDOM_SEQ_CASE)
 """Visible cases of :func:`check_kv_bytes_per_sequence`: Gemma 3 (sliding and global layers),
-DeepSeek-V2-Lite (latent attention) and a shape made at run time, all past their windows."""
+DeepSeek-V2-Lite (latent attention, 8-bit) and a shape made at run time, all past their windows."""
 MOE_CARDS = ("Qwen3-30B-A3B", "DeepSeek-V2-Lite", RANDOM_MOE_CARD)
 """Visible cards of :func:`check_moe_layer_params`: fine-grained experts without (Qwen3) and
 with shared experts (DeepSeek-V2-Lite), and a shape with shared experts made at run time."""
@@ -423,6 +492,7 @@ def seq_mistakes(s: ModelShape, n: int, b) -> dict:
     some = past and slide < L
     return merged(_hints(
         "kv_bytes_per_sequence", one_token=per_token, numbers=right / b, only_keys=right / 2,
+        fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
         no_window=per_token * n if past else None,
         all_slide=per_token * s.sliding_window if some else None,
         wrong_way=s.kv_cache_width * b * (slide * n + (L - slide) * s.sliding_window)
@@ -482,7 +552,7 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
         if not s.is_moe:
             raise ValueError(f"{s.name or 'a shape'} has no experts")
         what = label("moe_layer_params", f"d_model={s.d_model}, {s.n_experts} experts of {s.d_ff}, "
-                     f"{s.n_experts_per_tok} per token, {s.n_shared_experts} shared", random=True) \
+                     f"{s.n_experts_per_tok} per token, {s.n_shared_experts} shared {s.shared_width} wide", random=True) \
             if card == RANDOM_MOE_CARD else _label("moe_layer_params", s, is_shown(card, MOE_CARDS),
                                                    kinds=("shared experts" if s.n_shared_experts
                                                           else "no shared experts",))

@@ -3,7 +3,9 @@ must cost.  Later answers in the model answer build on earlier ones: ``requests_
 ``four_sizes`` on ``card_params`` and ``kv_bytes_per_token``; ``llama2_70b_saved_gib`` on
 ``kv_bytes_per_token``; ``mixtral_weights_gib`` on ``card_params``; ``tys1`` on
 ``kv_bytes_per_token`` and ``requests_that_fit``.  The variants of 2025-26 (``kv_bytes_per_sequence``,
-``moe_layer_params``) stand alone.  At most two entries per answer cell."""
+``moe_layer_params``) stand alone.  At most four entries per answer cell (each more costs an
+autograde run): the first two of each cell came first, the others are #16's (hard-coded
+constants, types, torch's own pairing)."""
 from . import Wrong
 
 _CARD = '''
@@ -101,6 +103,17 @@ def grouped_query_attention(q, k, v):
     return cl.scaled_dot_product_attention(q, k, v)
 '''.strip(), ["t-gqa"], "causal mask forgotten"),
 
+    Wrong("q-gqa", """
+def grouped_query_attention(q, k, v):
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+""".strip(), ["t-gqa"], "torch's enable_gqa pairs the heads: the exercise's work done for it"),
+    Wrong("q-gqa", """
+def grouped_query_attention(q, k, v):
+    k = k.repeat_interleave(4, dim=1)
+    v = v.repeat_interleave(4, dim=1)
+    return cl.scaled_dot_product_attention(q, k, v, causal=True)
+""".strip(), ["t-gqa"], "a group of 4 hard-coded (right for 8 query heads on 2 kv heads only)"),
+
     # --- exercise 2: cache per token -----------------------------------------------------------
     Wrong("q-kv-bytes", '''
 def kv_bytes_per_token(s, bytes_per_number):
@@ -113,6 +126,11 @@ def kv_bytes_per_token(s, bytes_per_number):
     return 2 * s.n_layers * s.n_kv_heads * d_head * bytes_per_number
 '''.strip(), ["t-kv-bytes", "t-four-sizes"],
           "d_head taken as d_model / n_heads (passes Llama 3 8B, fails Gemma 2 9B's 256-wide heads)"),
+
+    Wrong("q-kv-bytes", """
+def kv_bytes_per_token(s, bytes_per_number):
+    return 2 * s.n_layers * s.n_kv_heads * s.d_head * 2
+""".strip(), ["t-kv-bytes", "t-requests", "t-four-sizes"], "2 bytes per number hard-coded"),
 
     # --- exercise 3: the toy mixture of experts ------------------------------------------------
     Wrong("q-moe-sizes", '''
@@ -133,6 +151,22 @@ def moe_sizes(layer, x):
     return int(active[0, 0]), active
 '''.strip(), ["t-moe-sizes"], "layer sized by its active parameters"),
 
+    Wrong("q-moe-sizes", """
+def moe_sizes(layer, x):
+    total = sum(p.numel() for p in layer.parameters())
+    router = sum(p.numel() for p in layer.router.parameters())
+    expert = torch.tensor([sum(p.numel() for p in e.parameters()) for e in layer.experts])
+    chosen = layer.run(x).routing.experts
+    return total, (router + expert[chosen].sum(dim=-1)).float()
+""".strip(), ["t-moe-sizes"], "active parameters as a float tensor"),
+    Wrong("q-moe-sizes", """
+def moe_sizes(layer, x):
+    total = sum(p.numel() for p in layer.parameters())
+    router = sum(p.numel() for p in layer.router.parameters())
+    expert = sum(p.numel() for p in layer.experts[0].parameters())
+    return total, torch.full(x.shape[:-1], router + 2 * expert)
+""".strip(), ["t-moe-sizes"], "2 experts a token hard-coded (Mixtral's top_k)"),
+
     # --- exercise 4: total and active of a card ------------------------------------------------
     Wrong("q-card-params", _card(total_block=_PER_EXPERT.format(n="held"),
                                  active_block=_PER_EXPERT.format(n="used")),
@@ -142,6 +176,11 @@ def moe_sizes(layer, x):
           ["t-card-params", "t-requests", "t-four-sizes"],
           "tied head counted twice (passes Mixtral, whose head is untied; fails tied cards)"),
 
+    Wrong("q-card-params", _card(active_block=_BLOCK.format(n="(2 if s.n_experts else 1)")),
+          ["t-card-params"], "2 experts a token hard-coded (Mixtral's n_experts_per_tok)"),
+    Wrong("q-card-params", _card().replace("expert = s.mlp_matrices * d * s.d_ff", "expert = 3 * d * s.d_ff"),
+          ["t-card-params", "t-requests", "t-four-sizes"], "3 feed-forward matrices hard-coded (gelu has 2)"),
+
     # --- exercise 5: requests that fit ---------------------------------------------------------
     Wrong("q-requests", _REQUESTS.format(result="memory_bytes // per_request").strip(),
           ["t-requests", "t-tys1"], "weights forgotten: the whole memory given to the cache"),
@@ -149,11 +188,20 @@ def moe_sizes(layer, x):
           ["t-requests"],
           "negative when the weights alone do not fit (passes the visible 7B cases)"),
 
+    Wrong("q-requests", _REQUESTS.format(result="max(0, (memory_bytes - weights) // kv_bytes_per_token(s, bytes_per_number))").strip(),
+          ["t-requests", "t-tys1"], "the cache of one token taken for a request's"),
+    Wrong("q-requests", _REQUESTS.format(result="max(0, (memory_bytes - card_params(s)[0] * 2) // (kv_bytes_per_token(s, 2) * n_tokens))").strip(),
+          ["t-requests"], "2 bytes per number hard-coded"),
+
     # --- exercise 6: four sizes (the recap) ----------------------------------------------------
     Wrong("q-four-sizes", _four(weights="active * bytes_per_number"), ["t-four-sizes"],
           "weights sized by the active parameters"),
     Wrong("q-four-sizes", _four(kv="s.n_layers * s.n_kv_heads * s.d_head * bytes_per_number"),
           ["t-four-sizes"], "K counted but not V"),
+
+    Wrong("q-four-sizes", _four(weights="total * 2"), ["t-four-sizes"], "2 bytes a parameter hard-coded"),
+    Wrong("q-four-sizes", _four(weights="(total + (s.d_vocab * s.d_model if s.tied_embeddings else 0)) * bytes_per_number"),
+          ["t-four-sizes"], "a tied head stored twice in the weight bytes"),
 
     # --- exercise 7: the cache of one sequence, layer by layer ---------------------------------
     Wrong("q-kv-seq", '''
@@ -172,10 +220,25 @@ def kv_bytes_per_sequence(s, n_tokens, bytes_per_number):
     return per_token * ((s.n_layers - sliding) * n_tokens + sliding * kept) * bytes_per_number
 '''.strip(), ["t-kv-seq"], "latent attention cached as a key and a value per head"),
 
+    Wrong("q-kv-seq", """
+def kv_bytes_per_sequence(s, n_tokens, bytes_per_number):
+    if s.mla is not None:
+        per_token = s.mla.kv_lora_rank + s.mla.d_head_rope
+    else:
+        per_token = 2 * s.n_kv_heads * s.d_head
+    kept = n_tokens if s.sliding_window is None else min(n_tokens, s.sliding_window)
+    sliding = s.sliding_layers
+    return per_token * ((s.n_layers - sliding) * n_tokens + sliding * kept) * 2
+""".strip(), ["t-kv-seq"], "2 bytes per number hard-coded"),
+
     # --- exercise 8: fine-grained and shared experts -------------------------------------------
     Wrong("q-moe-layer", _moe_layer(shared="0"), ["t-moe-layer"], "shared experts forgotten"),
     Wrong("q-moe-layer", _moe_layer(used="s.n_experts"), ["t-moe-layer"],
           "all experts counted active"),
+
+    Wrong("q-moe-layer", _moe_layer().replace("used = s.n_experts_per_tok * feed_forward(s.d_ff) + shared + router",
+                                              "used = s.n_experts_per_tok * feed_forward(s.d_ff) + router"),
+          ["t-moe-layer"], "shared experts held but not counted as used"),
 
     # --- real-world examples ---------------------------------------------------------------------
     Wrong("q-llama2-70b", '''
