@@ -410,6 +410,8 @@ def test_paper_blocks():
     assert "three matrices" in fails(C.check_paper_blocks, 4 * d * d + 2 * d * f,
                                      4 * D * D + 2 * D * F)
     assert "intermediate_size" in fails(C.check_paper_blocks, 4 * d * d + 2 * d * f, 12 * D * D)
+    assert "three feed-forward matrices are its card's intermediate_size wide" in fails(
+        C.check_paper_blocks, 4 * d * d + 2 * d * f, 16 * D * D)
     assert "four d_model" in fails(C.check_paper_blocks, 3 * d * d + 2 * d * f, 0)
     assert "one block" in fails(C.check_paper_blocks, 6 * (4 * d * d + 2 * d * f), 0)
 
@@ -559,6 +561,7 @@ def test_recap_mistakes():
     twice = {**RIGHT_RECAP, 2: ("F", "R")}
     assert "given to lessons 2 and 4" in fails(C.check_recap, twice)
     assert "keys 1 to 6" in fails(C.check_recap, {1: ("C", "T")})
+    assert "int keys 1 to 6" in fails(C.check_recap, {str(k): v for k, v in RIGHT_RECAP.items()})
     assert "idea letters are A, B" in fails(C.check_recap, {**RIGHT_RECAP, 1: ("Z", "T")})
     assert "question letters are P" in fails(C.check_recap, {**RIGHT_RECAP, 1: ("C", "A")})
 

@@ -441,8 +441,9 @@ def check_recap(answer) -> None:
     """The recap table: ``{lesson 1 to 6: (idea letter, question letter)}``, from
     :data:`RECAP_IDEAS` and :data:`RECAP_QUESTIONS`; each letter sealed (:data:`RECAP_SEALS`)."""
     if not isinstance(answer, Mapping) or sorted(answer, key=str) != list(range(1, 7)):
-        raise CheckFailed("recap: give a dict with keys 1 to 6 (the lessons), each (idea letter, "
-                          "question letter)")
+        got = f"keys {sorted(answer, key=str)!r:.50}" if isinstance(answer, Mapping) else type(answer).__name__
+        raise CheckFailed("recap: give a dict with the int keys 1 to 6 (the lessons), each (idea letter, "
+                          f"question letter); got {got}")
     for lesson, pair in ((n, answer[n]) for n in range(1, 7)):
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
             raise CheckFailed(f"recap[{lesson}]: give a pair of letters (idea, question), got {pair!r:.40}")
