@@ -132,6 +132,15 @@ SIZE_MISTAKES = [
     ("gemma-2b", "requests_that_fit",
      lambda v, s, c, m, d: _req(m, cl.weight_bytes(s, d) + 2 * s.d_vocab * s.d_model,
                                 cl.kv_cache_bytes_per_sequence(s, c, d)), "stored once"),
+    ("gpt2", "total_params", lambda v, s, *_: v - cl.count_params(s).norms, "norms are missing"),
+    ("Qwen3-30B-A3B", "total_params",
+     lambda v, s, *_: v + 2 * s.n_layers * s.d_model * (s.d_model - s.n_heads * s.d_head), "not hidden_size"),
+    ("Llama-2-7b-hf", "total_params", lambda v, s, *_: v + s.n_layers * (2 * s.d_ff + s.d_model),
+     "feed-forward layer has no biases"),
+    ("Meta-Llama-3-8B", "total_params",
+     lambda v, s, *_: v + s.n_layers * ((s.n_heads + 2 * s.n_kv_heads) * s.d_head + s.d_model),
+     "attention projections have no biases"),
+    ("gpt2", "kv_cache_bytes_per_token", lambda v, *_: v * 2, "not 4 (32-bit)"),
     # the families of 2025-26
     ("DeepSeek-V2-Lite", "total_params",
      lambda v, s, *_: v - 26 * 3 * s.d_model * s.shared_width, "shared experts are missing"),
@@ -185,6 +194,31 @@ def test_head_dim_from_hidden_size_is_named():
         return size_card({**config, "head_dim": derived}, context, gpu_memory_bytes, dtype)
     msg = fails(C.check_size_card, wrong, cards={"a gemma card": HEAD_DIM_CARD})
     assert "head_dim" in msg and "hidden_size / num_attention_heads" in msg
+
+
+def test_the_visible_test_tries_another_dtype_shorter_requests_and_absent_keys():
+    msg = fails(C.check_size_card, _size_card_edited("bytes_per_number = cl.dtype_bytes(dtype)",
+                                                     "bytes_per_number = 2"))
+    assert "dtype='fp32'" in msg and "not 2 (16-bit)" in msg
+    msg = fails(C.check_size_card, _size_card_edited("kept = min(context, window) if window else context",
+                                                     "kept = window if window else context"))
+    assert "<Mistral-7B-v0.1>, context=400" in msg and "shorter than the window" in msg
+    msg = fails(C.check_size_card, _size_card_edited(
+        'window = config.get("sliding_window", 4096 if family == "mistral" else None)',
+        'window = config.get("sliding_window")'))
+    assert "<Mistral-7B-v0.1 without sliding_window>" in msg and "its default when absent" in msg
+    # the later checks' cards and scenarios are tried too, so their blame is true of this test
+    for cards, scenarios in ((C.CANDIDATES, [C.SCENARIO]), (C.GQA_CARDS, [C.GQA_SCENARIO]),
+                             (["Mixtral-8x7B-v0.1"], C.EXPERTS_SCENARIOS)):
+        configs = cards if isinstance(cards, dict) else {n: cl.card_config(n) for n in cards}
+        assert all((n, c, sc) in C._VISIBLE for n, c in configs.items() for sc in scenarios)
+
+
+def test_size_card_values_are_ints():
+    def floats(config, *args):
+        return {k: float(v) for k, v in size_card(config, *args).items()}
+    msg = fails(C.check_size_card, floats)
+    assert "expected an int" in msg and "got float" in msg
 
 
 def test_hard_coded_card_fails_another_card():
@@ -309,14 +343,14 @@ def _size_card_edited(old, new):
 
 NO_GQA = ('n_kv = config.get("num_key_value_heads", absent_kv.get(family)) or H',
           'n_kv = H if family == "llama" else config.get("num_key_value_heads", absent_kv.get(family)) or H')
-"""A size_card right on the visible test's cards (Llama 2 7B: a key/value head per query head)
-that reads every Llama card so: wrong on Llama 3 8B and Llama 2 70B."""
+"""A size_card that reads every Llama card as Llama 2 7B (a key/value head per query head):
+wrong on Llama 3 8B and Llama 2 70B, which the visible test tries."""
 BLAME = "your size_card is not right on this input: make its test pass first"
 
 
 def test_servable_blames_a_wrong_size_card():
     wrong = _size_card_edited(*NO_GQA)
-    C.check_size_card(wrong)  # the visible test's cards: right
+    assert "<Meta-Llama-3-8B>" in fails(C.check_size_card, wrong)  # the visible test catches it
     NS_wrong = {**NS, "size_card": wrong}
     exec(_solution("q-servable"), NS_wrong)
     servable_on_wrong = NS_wrong["servable"]
@@ -376,6 +410,8 @@ def test_paper_blocks():
     assert "three matrices" in fails(C.check_paper_blocks, 4 * d * d + 2 * d * f,
                                      4 * D * D + 2 * D * F)
     assert "intermediate_size" in fails(C.check_paper_blocks, 4 * d * d + 2 * d * f, 12 * D * D)
+    assert "three feed-forward matrices are its card's intermediate_size wide" in fails(
+        C.check_paper_blocks, 4 * d * d + 2 * d * f, 16 * D * D)
     assert "four d_model" in fails(C.check_paper_blocks, 3 * d * d + 2 * d * f, 0)
     assert "one block" in fails(C.check_paper_blocks, 6 * (4 * d * d + 2 * d * f), 0)
 
@@ -386,10 +422,13 @@ def right_copy(losses, period):
 
 def test_copy_losses():
     C.check_copy_losses(right_copy, periods=[10, 8], seeds=[1, 2, 3, 4])
-    msg = fails(C.check_copy_losses, lambda l, p: (l[:, :p - 1].mean(), l[:, p - 1:].mean()))
+    msg = fails(C.check_copy_losses, lambda l, p: (l[:, :p - 1].mean().item(), l[:, p - 1:].mean().item()))
     assert "off by one" in msg and "cannot be predicted" in msg
     assert "first one a copy predicts" in fails(
-        C.check_copy_losses, lambda l, p: (l[:, :p + 1].mean(), l[:, p + 1:].mean()))
+        C.check_copy_losses, lambda l, p: (l[:, :p + 1].mean().item(), l[:, p + 1:].mean().item()))
+    # two floats, as the text asks: a tensor is named as one
+    msg = fails(C.check_copy_losses, lambda l, p: (l[:, :p].mean(), l[:, p:].mean()))
+    assert "expected a float" in msg and "got Tensor" in msg
     assert "swapped" in fails(C.check_copy_losses, lambda l, p: right_copy(l, p)[::-1])
     assert "return 2 numbers" in fails(C.check_copy_losses, lambda l, p: l.mean())
     # the example shows copying: repeats cost a fraction of a nat, the rest about ln 64
@@ -522,6 +561,7 @@ def test_recap_mistakes():
     twice = {**RIGHT_RECAP, 2: ("F", "R")}
     assert "given to lessons 2 and 4" in fails(C.check_recap, twice)
     assert "keys 1 to 6" in fails(C.check_recap, {1: ("C", "T")})
+    assert "int keys 1 to 6" in fails(C.check_recap, {str(k): v for k, v in RIGHT_RECAP.items()})
     assert "idea letters are A, B" in fails(C.check_recap, {**RIGHT_RECAP, 1: ("Z", "T")})
     assert "question letters are P" in fails(C.check_recap, {**RIGHT_RECAP, 1: ("C", "A")})
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 from contextlib import contextmanager, suppress
 from typing import Callable, Mapping, Sequence
 
@@ -39,10 +40,13 @@ SCENARIO = dict(context=32768, gpu_memory_bytes=ACCELERATOR_MEMORY, dtype="bf16"
 """One H200, requests of 32,768 tokens, 16-bit weights and cache; served by CANDIDATES (2024-26)."""
 CANDIDATES = ("Meta-Llama-3-8B", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it", "DeepSeek-V2-Lite",
               "DeepSeek-V3")
-VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1", "Qwen2-7B-Instruct",
-                 "gemma-2b", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it", "DeepSeek-V2-Lite",
-                 "DeepSeek-V3")
-"""One shipped card per family, for the visible test of ``size_card``."""
+VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Meta-Llama-3-8B", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1",
+                 "Qwen2-7B-Instruct", "gemma-2b", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it",
+                 "DeepSeek-V2-Lite", "DeepSeek-V3")
+"""A shipped card per family (two for Llama: with and without grouped-query attention) and
+every candidate, for the visible test of ``size_card``."""
+SHORT_SCENARIO = dict(context=400, gpu_memory_bytes=ACCELERATOR_BYTES, dtype="fp32")
+"""The visible test's second scenario: requests shorter than every window, 32-bit, one 80 GB H100."""
 GQA_SCENARIO = dict(context=4096, gpu_memory_bytes=2 * units.H100_SXM_BYTES, dtype="bf16")
 """Llama 2 70B at 4,096 positions on two H100 SXM of 80 × 10^9 bytes (course_lib.units)."""
 GQA_CARDS = {"Llama-2-70b-hf": card_config("Llama-2-70b-hf"),
@@ -50,6 +54,14 @@ GQA_CARDS = {"Llama-2-70b-hf": card_config("Llama-2-70b-hf"),
 """The GQA example's two configs: the real card, and the same model with a key/value head per query head."""
 EXPERTS_SCENARIOS = tuple(dict(context=8192, gpu_memory_bytes=n * ACCELERATOR_BYTES, dtype="bf16") for n in (1, 2))
 """The experts example's Mixtral on one and on two 80 GB accelerators, 8,192-token requests, 16-bit."""
+VARIANTS = {f"{n} without {k}": {key: v for key, v in card_config(n).items() if key != k} for n, k in (
+    ("Meta-Llama-3-8B", "num_key_value_heads"), ("Mistral-7B-v0.1", "num_key_value_heads"),
+    ("Mistral-7B-v0.1", "sliding_window"), ("Qwen3-30B-A3B", "head_dim"), ("gemma-3-1b-it", "sliding_window"))}
+"""Shipped cards with a key left out, whose default (section 1's tables) then holds."""
+VISIBLE_CASES = ((VISIBLE_CARDS, (SCENARIO, SHORT_SCENARIO)), (VARIANTS, (SCENARIO,)),
+                 (GQA_CARDS, (GQA_SCENARIO,)), (("Mixtral-8x7B-v0.1",), EXPERTS_SCENARIOS))
+"""The visible test of ``size_card``: (cards, scenarios), every input a later check builds on
+among them, so that a later check's "make its test pass first" is true of the visible test."""
 FLASH_CASE = dict(n_tokens=131_072, n_heads=32, bytes_per_number=2)
 """The module text's score matrix: 131,072 tokens, 32 heads, 16-bit numbers."""
 COPY_PERIOD, COPY_SEQS, COPY_SEED = 10, 200, 0
@@ -147,6 +159,8 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     seq = kv_cache_bytes_per_sequence(s, context, dtype)
     shared = mlp_params(s, s.shared_width) if n_shared else 0
     window = s.sliding_window is not None and context > s.sliding_window
+    short = s.sliding_window is not None and context < s.sliding_window
+    plain, q_width, dense_gated = s.model_type != "gpt2" and not mla, H * s.d_head, s.mlp in ("swiglu", "geglu")
 
     def fit(weights, per_request):
         return 0 if mem <= weights else int((mem - weights) // per_request)
@@ -166,13 +180,17 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         gated=c.total - d * (moe_L * (E * s.d_ff + s.shared_width) + (L - moe_L) * (s.d_ff_dense or s.d_ff))
         if s.mlp in ("swiglu", "geglu") else None,
         n_inner=count_params(s.with_(d_ff=d)).total if s.model_type == "gpt2" else None,
-        final_norm=c.total - count_params(s).norms // (s.norms_per_block * L + 1))
+        final_norm=c.total - c.norms // (s.norms_per_block * L + 1), norms=c.total - c.norms,
+        q_width=c.total + 2 * L * d * (d - q_width) if plain and q_width != d else None,
+        mlp_bias=c.total + L * (2 * s.d_ff + d) if plain and dense_gated and not moe else None,
+        attn_bias=c.total + L * ((H + 2 * KV) * s.d_head * (s.model_type != "qwen2") + d) if plain else None)
     active = _words("size_card", every_expert=c.total, router_too=c.active - moe_L * d * E,
                     only_experts=moe_L * s.n_experts_per_tok * mlp_params(s),
                     shared_active=c.active - moe_L * shared if n_shared else None) \
         if moe else {**total, **_words("size_card", dense_active=c.total - c.embedding)}
     per_token = _words(
-        "size_card", cache_gqa=tok * H // KV, key_and_value=tok / 2, bits=tok * 8, one_layer=tok / L,
+        "size_card", bytes_16=tok * 2 / b if b != 2 else None, bytes_32=tok * 4 / b if b != 4 else None,
+        cache_gqa=tok * H // KV, key_and_value=tok / 2, bits=tok * 8, one_layer=tok / L,
         per_request=seq, times_context=tok * context, cache_head_dim=2 * L * KV * alt * b if alt else None,
         latent=2 * L * H * s.d_head * b if mla else None,
         rotary_key=L * s.mla.kv_lora_rank * b if mla else None)
@@ -185,7 +203,9 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         shared_weights=fit(wb - moe_L * shared * b, seq) if n_shared else None,
         requests_latent=fit(wb, 2 * H * s.d_head * seq // s.kv_cache_width) if mla else None,
         tied_once=fit(wb + head * b, seq) if tied else None,
-        requests_head_dim=fit(wb, seq * alt // s.d_head) if alt else None)
+        requests_head_dim=fit(wb, seq * alt // s.d_head) if alt else None,
+        window_short=fit(wb, tok // L * ((L - s.sliding_layers) * context + s.sliding_layers * s.sliding_window))
+        if short else None)
     return {"total_params": merged(total), "active_params": merged(active),
             "kv_cache_bytes_per_token": merged(per_token), "requests_that_fit": merged(requests)}
 
@@ -219,20 +239,36 @@ def _cases(cards, scenarios) -> tuple[dict, list]:
     return configs, [(sc["context"], sc["gpu_memory_bytes"], sc.get("dtype", "bf16")) for sc in scenarios]
 
 
-def check_size_card(fn, cards=VISIBLE_CARDS, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
+_VISIBLE = [(n, c, sc) for cards, scs in VISIBLE_CASES for n, c in _cases(cards, ())[0].items() for sc in scs]
+"""The visible test's (name, config, scenario) triples: a message names these inputs."""
+
+
+def whole(x, what: str, kind=numbers.Integral):
+    """``x`` if it is an int (``kind`` numbers.Real: a float, or an int), Python or numpy, else
+    CheckFailed naming the type expected and the type given (a tensor is neither)."""
+    if isinstance(x, kind) and not isinstance(x, bool):
+        return x
+    want = "an int (a whole number)" if kind is numbers.Integral else "a float (.item() gives a tensor's)"
+    raise CheckFailed(f"{what}: expected {want}, got {type(x).__name__} {x!r:.40}")
+
+
+def check_size_card(fn, cards=None, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
     """``fn(config, context, gpu_memory_bytes, dtype) -> {total_params, active_params,
-    kv_cache_bytes_per_token, requests_that_fit}``, exact, on every card (shipped names or
-    ``{name: config}``) and scenario; ``fn`` gets a copy of each config, via :func:`own_reading`."""
-    shipped, (configs, args) = not isinstance(cards, Mapping), _cases(cards, scenarios)
-    for name, cfg in configs.items():
-        for sc, a in zip(scenarios, args):
-            label = (_label("size_card", name, *a) if shipped and name in VISIBLE_CARDS and is_shown(
-                sc, (SCENARIO,)) else on_hidden("size_card", *_card_kind(cfg, shipped)))
-            got = as_keyed(own_reading(fn, copy.deepcopy(cfg), *a), SIZE_KEYS, label)
-            expected, mistakes = expected_size(cfg, *a), size_mistakes(cfg, *a)
-            for key in SIZE_KEYS:
-                check_value(got[key], expected[key], what=f"{label}[{key!r}]", integer=True,
-                            mistakes=mistakes[key])
+    kv_cache_bytes_per_token, requests_that_fit}``, ints, exact, on every card (shipped names or
+    ``{name: config}``) and scenario (default: :data:`VISIBLE_CASES`); ``fn`` gets a copy of
+    each config, via :func:`own_reading`."""
+    for group, scs in VISIBLE_CASES if cards is None else ((cards, scenarios),):
+        configs, args = _cases(group, scs)
+        for name, cfg in configs.items():
+            for sc, a in zip(scs, args):
+                label = (_label("size_card", name, *a) if (name, cfg, dict(sc)) in _VISIBLE else
+                         on_hidden("size_card", *_card_kind(cfg, not isinstance(group, Mapping))))
+                got = as_keyed(own_reading(fn, copy.deepcopy(cfg), *a), SIZE_KEYS, label)
+                expected, mistakes = expected_size(cfg, *a), size_mistakes(cfg, *a)
+                for key in SIZE_KEYS:
+                    check_value(got[key], expected[key], what=f"{label}[{key!r}]", integer=True,
+                                mistakes=mistakes[key])
+                    whole(got[key], f"{label}[{key!r}]")
 
 
 def check_unknown_family(fn) -> None:
@@ -313,6 +349,7 @@ def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Map
         for name, n in expected.items():
             check_value(result[name], n, what=f"{label}[{card[name]!r}]", integer=True,
                         mistakes=size_mistakes(configs[name], context, memory, dtype)["requests_that_fit"])
+            whole(result[name], f"{label}[{card[name]!r}]")
 
 
 def _sealed_dict(what: str, *keys: str, cards=(), scenarios: Sequence[Mapping] = ()) -> Callable:
@@ -383,6 +420,7 @@ def check_copy_losses(fn, periods: Sequence[int] = (COPY_PERIOD,), seeds: Sequen
             check_value(result[i], right[i], what=f"{what}{name}", rel=1e-5, mistakes=_words(
                 "copy_losses", early=early[i], late=late[i], swapped=right[1 - i],
                 everything=float(losses.mean()), one_row=row[i]))
+            whole(result[i], f"{what}{name}", numbers.Real)
 
 
 def check_score_matrix(fn, cases: Sequence[Mapping] = (FLASH_CASE,)) -> None:
@@ -396,14 +434,16 @@ def check_score_matrix(fn, cases: Sequence[Mapping] = (FLASH_CASE,)) -> None:
         check_value(got, exp, what=label, integer=True, mistakes=_words(
             "score_matrix", heads=exp / h, in_bits=exp * 8, squared=exp / n, causal=exp / 2,
             times_bytes=exp / b))
+        whole(got, label)
 
 
 def check_recap(answer) -> None:
     """The recap table: ``{lesson 1 to 6: (idea letter, question letter)}``, from
     :data:`RECAP_IDEAS` and :data:`RECAP_QUESTIONS`; each letter sealed (:data:`RECAP_SEALS`)."""
     if not isinstance(answer, Mapping) or sorted(answer, key=str) != list(range(1, 7)):
-        raise CheckFailed("recap: give a dict with keys 1 to 6 (the lessons), each (idea letter, "
-                          "question letter)")
+        got = f"keys {sorted(answer, key=str)!r:.50}" if isinstance(answer, Mapping) else type(answer).__name__
+        raise CheckFailed("recap: give a dict with the int keys 1 to 6 (the lessons), each (idea letter, "
+                          f"question letter); got {got}")
     for lesson, pair in ((n, answer[n]) for n in range(1, 7)):
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
             raise CheckFailed(f"recap[{lesson}]: give a pair of letters (idea, question), got {pair!r:.40}")

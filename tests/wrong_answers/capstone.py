@@ -144,8 +144,9 @@ while size_card(mixtral, 8192, n * capstone.ACCELERATOR_BYTES, "bf16")["requests
 _RECAP = '''recap = {{1: ("C", "T"), 2: ("E", "R"), 3: ("B", "U"), 4: ("F", "P"), 5: {five}, 6: {six}}}'''
 
 LLAMA_MHA = "Llama read as one key/value head per query head (true of Llama 2 7B, not of Llama 3 or 2 70B)"
-HIDDEN_ONLY = {LLAMA_MHA}
-"""Mistakes the visible test of their own cell passes (tests/test_planted_mistakes.py)."""
+HIDDEN_ONLY: set[str] = set()
+"""Mistakes the visible test of their own cell passes (tests/test_planted_mistakes.py): none,
+since the visible test of size_card tries Llama 3 8B (8 key/value heads of 32)."""
 
 WRONG = [
     # --- exercise 1: size_card (servable, walkaway, gqa and experts use it) --------------------
@@ -169,8 +170,8 @@ WRONG = [
         ('sliding = types.count("sliding_attention")', "sliding = 0")),
         ["t-size-card", "t-servable"],
         "sliding layers cached in full (Gemma 3's window ignored; Mistral's kept)"),
-    # Right on every card the visible test shows (Llama 2 7B has a key/value head per query
-    # head), wrong on Llama 3 8B and Llama 2 70B: the later checks blame size_card, not themselves.
+    # Right on Llama 2 7B (a key/value head per query head), wrong on Llama 3 8B and Llama 2 70B,
+    # which the visible test tries: the later checks blame size_card, and its test says why.
     Wrong("q-size-card", _size_card((
         'n_kv = config.get("num_key_value_heads", absent_kv.get(family)) or H',
         'n_kv = H if family == "llama" else config.get("num_key_value_heads", absent_kv.get(family)) or H')),
@@ -234,4 +235,125 @@ flash_tib = score_matrix_bytes(131_072, 32, 2) / cl.units.TiB
     # --- the module recap ----------------------------------------------------------------------
     Wrong("q-recap", _RECAP.format(five='("D", "Q")', six='("A", "S")'), ["t-recap"],
           "lessons 5 and 6 swapped (both are about the cache)"),
+
+    # --- mistakes added for issue #16 (every one fails a visible test) -------------------------
+    Wrong("q-size-card", _size_card(("+ (0 if tied else V * d))", "+ V * d)")),
+          ['t-size-card', 't-size-card-unseen', 't-servable'],
+          "tied head counted twice (an output head added whatever tie_word_embeddings says)"),
+    Wrong("q-size-card", _size_card(("q, kv = H * d_head, n_kv * d_head", "q, kv = d, n_kv * d_head")),
+          ['t-size-card', 't-size-card-unseen', 't-servable'],
+          "query and output projections sized hidden_size wide (Qwen3-30B-A3B's heads are 32 × 128 = 4,096)"),
+    Wrong("q-size-card", _size_card(("return 3 * d * width                   # gate, up and down",
+                                "return 3 * d * width + 2 * width + d  # gate, up and down, with biases")),
+          ['t-size-card', 't-size-card-unseen', 't-walkaway', 't-experts'],
+          "a bias on every feed-forward matrix of the gated families"),
+    Wrong("q-size-card", _size_card(('embeddings = V * d + (config["n_positions"] * d if family == "gpt2" else 0)',
+                                "embeddings = V * d")),
+          ['t-size-card', 't-size-card-unseen'],
+          "GPT-2's learned position table left out"),
+    Wrong("q-size-card", _size_card(("return 3 * d * width                   # gate, up and down",
+                                "return 2 * d * width                   # up and down")),
+          ['t-size-card', 't-size-card-unseen', 't-servable', 't-walkaway', 't-gqa', 't-experts'],
+          "SwiGLU and GeGLU counted as two matrices"),
+    Wrong("q-size-card", _size_card(("total = (embeddings + L * (attention + norms_per_block * norm) + feed_forward + norm",
+                                "total = (embeddings + L * attention + feed_forward")),
+          ['t-size-card', 't-size-card-unseen', 't-servable', 't-walkaway', 't-experts'],
+          "norms forgotten (the blocks' and the final one)"),
+    Wrong("q-size-card", _size_card(("+ d * E   # router: d × E", "   # the router forgotten")),
+          ['t-size-card', 't-size-card-unseen', 't-walkaway', 't-experts'],
+          "routers left out of a mixture of experts"),
+    Wrong("q-size-card", _size_card(("free = gpu_memory_bytes - total * bytes_per_number",
+                                "free = gpu_memory_bytes // cl.GB * cl.GiB - total * bytes_per_number")),
+          ['t-size-card', 't-size-card-unseen', 't-servable', 't-walkaway', 't-gqa'],
+          "gpu_memory_bytes read as GiB (141 GB taken for 141 GiB)"),
+    Wrong("q-size-card", _size_card(("cached = 2 * kv                        # a key and a value per key/value head",
+                                "cached = 2 * q                         # a key and a value per query head")),
+          ['t-size-card', 't-size-card-unseen', 't-servable', 't-gqa'],
+          "KV cache sized with the query heads (grouped-query attention ignored in the cache)"),
+    Wrong("q-size-card", _size_card(("per_token = L * cached * bytes_per_number", "per_token = L * cached * bytes_per_number * context")),
+          ['t-size-card', 't-size-card-unseen', 't-walkaway', 't-gqa'],
+          "cache per token given per request (times the context)"),
+    Wrong("q-size-card", _size_card(("requests = int(free // per_request) if free > 0 else 0",
+                                "requests = math.ceil(free / per_request) if free > 0 else 0")),
+          ['t-size-card', 't-size-card-unseen', 't-servable', 't-walkaway', 't-gqa'],
+          "requests rounded up (part of a request counted as one)"),
+    Wrong("q-size-card", _size_card(("bytes_per_number = cl.dtype_bytes(dtype)", "bytes_per_number = 2")),
+          ['t-size-card', 't-size-card-unseen', 't-servable'],
+          "16-bit bytes whatever the dtype"),
+    Wrong("q-size-card", _size_card(("kept = min(context, window) if window else context", "kept = window if window else context")),
+          ['t-size-card'],
+          "a sliding layer keeps a whole window even for requests shorter than it"),
+    Wrong("q-size-card", _size_card(('window = config.get("sliding_window", 4096 if family == "mistral" else None)',
+                                'window = config.get("sliding_window")')),
+          ['t-size-card'],
+          "an absent Mistral sliding_window read as no window (its default is 4,096)"),
+    Wrong("q-size-card", _size_card(('d_head = config.get("head_dim", absent_head_dim.get(family)) or d // H',
+                                'd_head = config.get("head_dim", absent_head_dim.get(family)) or d / H')),
+          ['t-size-card', 't-size-card-unseen'],
+          "hidden_size / heads divided with / (the sizes come out as floats)"),
+    Wrong("q-servable", _SERVABLE.format(requests='size["requests_that_fit"]', condition="positions > context and n >= 1"),
+          ['t-servable'],
+          "positions must exceed the context (Gemma 3 1B's 32,768 positions cover 32,768 tokens)"),
+    Wrong("q-walkaway", """
+chosen = max(plan, key=plan.get)
+walkaway = {"model": chosen, **size_card(candidates[chosen], **capstone.SCENARIO)}
+""".strip(),
+          ['t-walkaway'],
+          "the most requests without the 7-billion-parameter floor"),
+    Wrong("q-gqa", """
+gqa_card = cl.card_config("Llama-2-70b-hf")
+mha_card = {**gqa_card, "num_key_value_heads": gqa_card["num_attention_heads"]}
+two = dict(context=4096, gpu_memory_bytes=2 * 80 * cl.GiB, dtype="bf16")
+with_gqa, without = size_card(gqa_card, **two), size_card(mha_card, **two)
+gqa = {"cache_per_token_gqa": with_gqa["kv_cache_bytes_per_token"],
+       "cache_per_token_mha": without["kv_cache_bytes_per_token"],
+       "requests_gqa": with_gqa["requests_that_fit"], "requests_mha": without["requests_that_fit"]}
+""".strip(),
+          ['t-gqa'],
+          "two 80 GB accelerators taken for 160 GiB"),
+    Wrong("q-experts", _EXPERTS.format(needed=_NEEDED, flops='2 * size["total_params"]'),
+          ['t-experts'],
+          "compute per token from the total parameters (every expert)"),
+    Wrong("q-paper", """
+d, d_ff = 512, 2048
+paper_block_weights = 4 * d * d + 2 * d * d_ff
+llama = cl.card_config("Llama-2-7b-hf")
+D = llama["hidden_size"]
+llama2_7b_block_weights = 4 * D * D + 3 * D * 4 * D
+""".strip(),
+          ['t-paper'],
+          "Llama's feed-forward width taken as 4 × hidden_size, not intermediate_size"),
+    Wrong("q-copy", """
+def copy_losses(losses, period):
+    return losses[:, :period].mean(), losses[:, period:].mean()
+""".strip(),
+          ['t-copy'],
+          "two tensors returned, not floats"),
+    Wrong("q-copy", """
+def copy_losses(losses, period):
+    return losses[0, :period].mean().item(), losses[0, period:].mean().item()
+""".strip(),
+          ['t-copy'],
+          "the mean of the first row only"),
+    Wrong("q-tiled", """
+def score_matrix_bytes(n_tokens, n_heads, bytes_per_number):
+    return n_tokens * n_tokens * n_heads * bytes_per_number
+
+
+flash_tib = score_matrix_bytes(131_072, 32, 2) / 1e12
+""".strip(),
+          ['t-tiled'],
+          "TiB taken as 10^12 bytes (TB)"),
+    Wrong("q-tiled", """
+def score_matrix_bytes(n_tokens, n_heads, bytes_per_number):
+    return n_tokens * n_tokens * n_heads * bytes_per_number // 2
+
+
+flash_tib = score_matrix_bytes(131_072, 32, 2) / cl.units.TiB
+""".strip(),
+          ['t-tiled'],
+          "half the scores counted, as if the causal mask saved storing them"),
+    Wrong("q-recap", """recap = {"1": ("C", "T"), "2": ("E", "R"), "3": ("B", "U"), "4": ("F", "P"), "5": ("A", "S"), "6": ("D", "Q")}""",
+          ['t-recap'],
+          "the lessons given as strings '1' to '6', not ints"),
 ]
