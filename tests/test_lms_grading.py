@@ -73,7 +73,8 @@ def test_a_canvas_zip_grades_as_the_nbgrader_layout(canvas_run):
     assert rows["12345"]["name"] == "Lovelace, Ada"  # the roster's name
     assert rows["12348"]["status"] == "missing" and rows["12348"]["score"] == "0"
     assert "on the roster; nothing submitted" in rows["12348"]["detail"]
-    assert "submissions: canvas layout, 4 student(s), mini, 1 late" in report
+    assert ("submissions: canvas layout, 4 student(s) (3 submitted, 1 on the roster only), "
+            "mini, 1 late") in report
     assert (out / "feedback" / "12347" / "mini.html").is_file()
 
 
