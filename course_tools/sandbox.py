@@ -56,6 +56,9 @@ SCRATCH = "/tmp"
 WORKDIR = "/tmp/work"
 HOME = "/tmp/home"
 
+EXIT_GRACE = 2.0
+"""Seconds a job's processes get to exit on their own once its kernel has ended, before the
+sandbox kills them and counts them as left running."""
 _PR_SET_PDEATHSIG = 1
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _ENV_KEEP = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
@@ -344,9 +347,13 @@ class JobCgroup:
             out["process_cap_hits"] = read(self.dirs[0] / "pids.events").get("max", 0)
         return out
 
-    def destroy(self) -> int:
+    def destroy(self, grace: float = EXIT_GRACE) -> int:
         """Kill whatever is still inside, remove the folders; returns how many processes
-        were still there."""
+        were still there ``grace`` seconds after the call (a kernel that was told to stop may
+        take a moment to exit on a loaded machine: it is not a process left running)."""
+        deadline = time.monotonic() + grace
+        while _members(self.dirs) and time.monotonic() < deadline:
+            time.sleep(0.05)
         left = kill_cgroup(self.dirs)
         self.remove()
         return left
@@ -364,9 +371,19 @@ class JobCgroup:
                     time.sleep(0.02)
 
 
+def _members(dirs: list[Path]) -> set[int]:
+    """The processes in these cgroup folders (a v1 group lists each in both), this one left out."""
+    pids: set[int] = set()
+    for d in dirs:
+        try:
+            pids |= {int(x) for x in (d / "cgroup.procs").read_text().split()}
+        except (OSError, ValueError):
+            continue
+    return pids - {os.getpid()}
+
+
 def kill_cgroup(dirs: list[Path]) -> int:
     """SIGKILL every process in these cgroup folders; returns how many were found."""
-    found = 0
     for d in dirs:
         kill = d / "cgroup.kill"
         if kill.exists():
@@ -374,18 +391,13 @@ def kill_cgroup(dirs: list[Path]) -> int:
                 kill.write_text("1")
             except OSError:
                 pass
+    found = _members(dirs)
+    for pid in found:
         try:
-            pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
-        except (OSError, ValueError):
-            continue
-        for pid in pids:
-            if pid != os.getpid():
-                found += 1
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-    return found
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return len(found)
 
 
 def leftover_cgroups(prefix: str, exact: bool = False) -> list[Path]:

@@ -18,6 +18,7 @@ import course_lib as cl
 from notebook_cells import fails, graded_cells
 from course_lib.checks import CheckFailed
 from course_lib.checks import capstone as C
+from course_lib.checks.exercise import RANDOM_TAG
 from course_lib.checks.sealed import judge
 from scans import shows_none_of
 
@@ -440,9 +441,15 @@ def test_score_matrix_and_tib():
     right = lambda n, h, b: n * n * h * b  # noqa: E731
     C.check_score_matrix(right, cases=[C.FLASH_CASE, dict(n_tokens=7, n_heads=3, bytes_per_number=1)])
     C.check_flash_tib(1.0)
-    assert "multiply by n_heads" in fails(C.check_score_matrix, lambda n, h, b: n * n * b)
-    assert "bits are not bytes" in fails(C.check_score_matrix, lambda n, h, b: n * n * h * 16)
-    assert "squared" in fails(C.check_score_matrix, lambda n, h, b: n * h * b)
+    # lesson 4's check, on the module text's matrix first
+    msg = fails(C.check_score_matrix, lambda n, h, b: n * n * b)
+    assert msg.startswith("score_matrix_bytes(n_tokens=131072, n_heads=32, bytes_per_number=2)")
+    assert "every head has its own n × n scores" in msg
+    assert "that is bits, not bytes" in fails(C.check_score_matrix, lambda n, h, b: n * n * h * 16)
+    assert "n_tokens is squared" in fails(C.check_score_matrix, lambda n, h, b: n * h * b)
+    assert "half the matrix" in fails(C.check_score_matrix, lambda n, h, b: n * n * h * b // 2)
+    msg = fails(C.check_score_matrix, lambda n, h, b: 2**40)  # right on the text's matrix only
+    assert msg.startswith(RANDOM_TAG + "score_matrix_bytes(")
     assert "TB" in fails(C.check_flash_tib, 2**40 / 1e12)
     assert "GiB" in fails(C.check_flash_tib, 1024.0)
 

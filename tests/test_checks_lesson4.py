@@ -302,6 +302,8 @@ def test_crossover_hard_coded_fails_other_widths():
     (lambda n, h, b: n * n * b, "one head's"),
     (lambda n, h, b: n * (n + 1) // 2 * h * b, "causal half"),
     (lambda n, h, b: n * n * h, "bytes per number are missing"),
+    (lambda n, h, b: n * n * h * b // 2, "half the matrix"),
+    (lambda n, h, b: n * h * b, "n_tokens is squared"),
 ])
 def test_score_bytes_mistakes_are_named(fn, phrase):
     msg = fails(L4.check_score_bytes, fn)

@@ -21,6 +21,7 @@ import csv
 import hashlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -102,6 +103,7 @@ for i in range(200):
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "{TAG}"], start_new_session=True)
 ''',
     "network": r'''
+import signal
 import socket
 for host in ("127.0.0.1", "::1", "{HOST_IP}"):
     try:
@@ -472,3 +474,31 @@ def test_statuses_are_defined_once():
     assert set(grade.STATUSES) == set(Status)
     assert set(feedback.STATUS_WORDS) == {str(s) for s in Status}
     assert intake.USABLE is Status.GRADED
+
+
+def _in_group(group: sandbox.JobCgroup, code: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    for d in group.dirs:
+        (d / "cgroup.procs").write_text(str(proc.pid))
+    return proc
+
+
+def test_a_job_cgroup_counts_only_the_processes_that_do_not_exit():
+    """``JobCgroup.destroy`` gives the processes inside a grace period: one that exits within it
+    (a kernel still shutting down on a loaded machine) is not counted as left running; one that
+    stays is killed and counted."""
+    group = sandbox.JobCgroup.create(f"course-grace-test-{uuid.uuid4().hex[:8]}", 64, 0)
+    assert group.kind, "this machine could not make a job cgroup (the sandbox needs one)"
+    exiting = _in_group(group, "import time; time.sleep(0.5)")
+    staying = _in_group(group, "import time; time.sleep(60)")
+    reaper = threading.Thread(target=exiting.wait)  # its parent reaps it, as jupyter_client does
+    reaper.start()
+    try:
+        assert group.destroy(grace=2.0) == 1
+        reaper.join(5)
+        assert exiting.returncode == 0
+        assert staying.wait(5) == -signal.SIGKILL
+        assert not any(d.exists() for d in group.dirs)
+    finally:
+        for proc in (exiting, staying):
+            proc.kill()

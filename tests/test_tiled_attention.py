@@ -13,13 +13,8 @@ from course_lib.tiled_attention import (SoftmaxState, initial_state, online_soft
                                         tiled_attention)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # Tiles are tiny: on a shared 2-core machine two threads mostly wait for each other.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# Tiles are tiny: on a shared 2-core machine two threads mostly wait for each other.
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def naive_attention(q, k, v, causal=False):

@@ -22,6 +22,7 @@ from ..units import GB, GiB, dtype_bytes
 from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_sealed, check_value,
                is_shown, on_hidden, own_work, watch_calls)
 from .exercise import Question, merged, requires
+from .lesson4 import RANDOM_CASES, check_score_bytes
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -423,18 +424,15 @@ def check_copy_losses(fn, periods: Sequence[int] = (COPY_PERIOD,), seeds: Sequen
             whole(result[i], f"{what}{name}", numbers.Real)
 
 
-def check_score_matrix(fn, cases: Sequence[Mapping] = (FLASH_CASE,)) -> None:
+FLASH_CASES = (FLASH_CASE, RANDOM_CASES["score_bytes"])
+"""The visible test's inputs: the module text's score matrix and lesson 4's run-time one."""
+
+
+def check_score_matrix(fn, cases: Sequence[Mapping] = FLASH_CASES) -> None:
     """``fn(n_tokens, n_heads, bytes_per_number)``: bytes of one layer's full score matrices,
-    n_tokens² per head, exact."""
-    for case in cases:
-        n, h, b = case["n_tokens"], case["n_heads"], case["bytes_per_number"]
-        label = (f"score_matrix_bytes({n:,}, {h}, {b})" if is_shown(case, (FLASH_CASE,))
-                 else on_hidden("score_matrix_bytes"))
-        got, exp = own_work(fn, n, h, b), n * n * h * b
-        check_value(got, exp, what=label, integer=True, mistakes=_words(
-            "score_matrix", heads=exp / h, in_bits=exp * 8, squared=exp / n, causal=exp / 2,
-            times_bytes=exp / b))
-        whole(got, label)
+    n_tokens² per head, exact: lesson 4's exercise, checked as there
+    (:func:`~course_lib.checks.lesson4.check_score_bytes`)."""
+    check_score_bytes(fn, cases, visible=FLASH_CASES)
 
 
 def check_recap(answer) -> None:
