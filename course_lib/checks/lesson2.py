@@ -11,7 +11,9 @@ from functools import lru_cache, partial
 from typing import Mapping, Sequence
 
 import torch
+import torch.nn.functional as F
 
+from .. import tasks
 from . import CheckFailed, _as_number, check_sealed, check_value, is_shown, on_hidden
 from .exercise import RANDOM_TAG, Question, attempt, call, close, compare, exactly, name_mistake
 from .hints import load as _load_hints, named
@@ -122,7 +124,6 @@ def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_AT
     """Check ``fn(q, k, v, mask=None) -> (out (..., n_q, d_v), weights (..., n_q, n_k))``:
     softmax(q kᵀ / sqrt(d_k)) v, a bool ``mask`` (True = may attend, broadcast) applied to the
     scores.  Reference: torch's ``scaled_dot_product_attention`` (atol 1e-5) and a softmax."""
-    import torch.nn.functional as F
     H = HINTS["attention"]
     for case in cases:
         q, k, v, mask = attention_inputs(**case)
@@ -274,8 +275,7 @@ def _head_scores(fn, cases, name, reference, mistakes, periodic=False) -> None:
 def check_previous_token_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *RANDOM_PATTERN)) -> None:
     """Check ``fn(pattern) -> (...)`` scores: the mean, over queries 1 .. pos-1, of the weight
     each puts on the key just before it.  Reference: course_lib.tasks.previous_token_score."""
-    from ..tasks import previous_token_score
-    _head_scores(fn, cases, "previous_token_score", lambda p, _: previous_token_score(p), lambda d, _: named(
+    _head_scores(fn, cases, "previous_token_score", lambda p, _: tasks.previous_token_score(p), lambda d, _: named(
         HINTS["previous_token_score"], itself=d.diagonal(0, -2, -1).mean(-1), next_key=d.diagonal(1, -2, -1).mean(-1),
         by_pos=d.diagonal(-1, -2, -1).sum(-1) / d.shape[-1], summed=d.diagonal(-1, -2, -1).sum(-1)))
 
@@ -293,14 +293,12 @@ def check_induction_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *RANDO
     """Check ``fn(pattern, period) -> (...)`` scores: for queries i >= period, the weight on the
     keys right after each earlier copy (i - period + 1, i - 2·period + 1, ...), averaged over
     those queries.  Reference: course_lib.tasks.induction_score."""
-    from ..tasks import induction_score
-
     def mistakes(d, t):
         return named(HINTS["induction_score"], the_copy=_induction_variant(d, t, offset=0),
                      two_after=_induction_variant(d, t, offset=2), latest_only=_induction_variant(
                          d, t, every_copy=False), every_query=_induction_variant(d, t, first_query=0),
                      late=_induction_variant(d, t, first_query=t + 1), early=_induction_variant(d, t, first_query=t - 1))
-    _head_scores(fn, cases, "induction_score", induction_score, mistakes, periodic=True)
+    _head_scores(fn, cases, "induction_score", tasks.induction_score, mistakes, periodic=True)
 
 
 def heads_above_reference(scores, threshold):
@@ -343,9 +341,8 @@ def check_heads_above(fn, tables: Sequence = None) -> None:
 def query_inputs(pos=16, period=5, seed=0):
     """Seeded repeated tokens (pos,) with vocabulary 4·period (chance coincidences happen), and a
     causal pattern (pos, pos) on the key after an earlier copy for about half of the queries."""
-    from ..tasks import repeated_tokens
     g, i, j = torch.Generator().manual_seed(seed), torch.arange(pos)[:, None], torch.arange(pos)[None, :]
-    tokens = repeated_tokens(1, pos, 4 * period, period, g)[0]
+    tokens = tasks.repeated_tokens(1, pos, 4 * period, period, g)[0]
     looks = ((j <= i - period + 1) & ((i - j + 1) % period == 0)) & (torch.rand(pos, 1, generator=g) < 0.5)
     scores = 2 * torch.randn(pos, pos, generator=g) + 6 * looks
     return tokens, scores.masked_fill(j > i, float("-inf")).softmax(-1)
@@ -399,15 +396,14 @@ def check_missing_or_ignored(fn, cases: Sequence[Mapping] = (*QUERY_CASES, *RAND
 
 def context_inputs(n_seqs=50, pos=32, period=10, seed=123):
     """Seeded repeated tokens (n_seqs, pos) over the induction model's 64-token vocabulary."""
-    from ..tasks import repeated_tokens
-    return repeated_tokens(n_seqs, pos, 64, period, torch.Generator().manual_seed(seed))
+    return tasks.repeated_tokens(n_seqs, pos, 64, period, torch.Generator().manual_seed(seed))
 
 
 def check_in_context_score(fn, cases: Sequence[Mapping] = (*CONTEXT_CASES, *RANDOM_CONTEXT)) -> None:
     """Check ``fn(model, tokens, period) -> float``: the mean next-token loss (nats) on the later
     copies (positions period .. pos-1) minus that on the first copy (1 .. period-1), for the
     shipped induction model.  Reference: course_lib.training.next_token_losses; rel 1e-4."""
-    from ..training import load_induction_model, next_token_losses
+    from ..training import load_induction_model, next_token_losses  # not on import: it loads tqdm
     model, _ = load_induction_model()
     for case in cases:
         tokens, p = context_inputs(**case), case["period"]
