@@ -21,7 +21,7 @@ from ..params import block_params
 from ..shapes import gpt2_shape, llama_shape
 from ..tiny_gpt import TinyGPT
 from . import CheckFailed, check_close, check_sealed, check_value, heads_kind
-from .exercise import RANDOM_TAG, attempt, close, name_mistake  # noqa: F401 - RANDOM_TAG: tests
+from .exercise import RANDOM_TAG, Exercise, Inputs, Part, attempt, close, name_mistake  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, named as _named
 from .sealed import load as _load_sealed
 
@@ -240,49 +240,33 @@ def block_part_mistakes(d_model: int, d_ff: int, style: str) -> dict:
     return {part: _named(H["block_parts"], **m) for part, m in values.items()}
 
 
-def _expected_parts(d_model: int, d_ff: int, style: str) -> dict:
-    return block_params(_shape(style, d_model, 1, None, d_ff))
+def _parts(a: Mapping) -> dict:
+    """One block of this size and style by part (course_lib's count), with the slips' values."""
+    return {**block_params(_shape(a["style"], a["d_model"], 1, None, a["d_ff"])), "slips": block_part_mistakes(**a)}
 
 
-def _sizes(fn, name: str, case: Mapping):
-    """``(label, fn(d_model, d_ff, style))`` for a case of :data:`BLOCK_CASES`' form."""
-    label, _, got = attempt(fn, name, case, (BLOCK_CASES, RANDOM_SIZES), _describe(case),
-                            (case["d_model"], case["d_ff"], case["style"]), kinds=_size_kind(case))
-    return label, got
+def _share_mistakes(r: Mapping) -> dict:
+    ff, attn, total, d, f = r["feed_forward"], r["attention"], r["total"], r["d_model"], r["d_ff"]
+    return _named(H["ff_share"], two_thirds=2 / 3, no_norms=ff / (attn + ff), ratio=ff / attn, attention=attn / total,
+                  percent=100 * (ff / total), swiglu_two=2 * d * f / (attn + 2 * d * f + r["norms"])
+                  if r["style"] == "llama" else None)
 
 
-def check_block_parts(fn, cases: Sequence[Mapping] = (*BLOCK_CASES, *RANDOM_SIZES)) -> None:
-    """Check ``fn(d_model, d_ff, style) -> {"attention", "feed_forward", "norms"}``: one block's
-    parameters by part, style ``"gpt2"`` (biases, two LayerNorms, GELU) or ``"llama"`` (no
-    biases, two RMSNorms, SwiGLU), multi-head attention (as many kv heads as heads)."""
-    for case in cases:
-        label, got = _sizes(fn, "block_parts", case)
-        if not isinstance(got, Mapping):
-            raise CheckFailed(f"{label}: return a dict with keys {', '.join(map(repr, BLOCK_KEYS))}, "
-                              f"got {type(got).__name__}")
-        if missing := [k for k in BLOCK_KEYS if k not in got]:
-            raise CheckFailed(f"{label}: the dict is missing {', '.join(map(repr, missing))}")
-        expected, mistakes = _expected_parts(**case), block_part_mistakes(**case)
-        for part in BLOCK_KEYS:
-            check_value(got[part], expected[part], what=f"{label}[{part!r}]", integer=True, mistakes=mistakes[part])
-
-
-def check_ff_share(fn, cases: Sequence[Mapping] = (*BLOCK_CASES, *RANDOM_SIZES)) -> None:
-    """Check ``fn(d_model, d_ff, style) -> share``: the feed-forward layer's fraction of one
-    block's parameters (attention, feed-forward and the block's two norms), not rounded."""
-    h = H["ff_share"]
-    for case in cases:
-        label, got = _sizes(fn, "ff_share", case)
-        p, d, f = _expected_parts(**case), case["d_model"], case["d_ff"]
-        ff, attn, total = p["feed_forward"], p["attention"], p["total"]
-        mistakes = _named(h, two_thirds=2 / 3, no_norms=ff / (attn + ff), ratio=ff / attn, attention=attn / total,
-                          percent=100 * (ff / total), swiglu_two=2 * d * f / (attn + 2 * d * f + p["norms"])
-                          if case["style"] == "llama" else None)
-        try:
-            check_value(got, ff / total, what=label, rel=1e-9, mistakes=mistakes)
-        except CheckFailed as e:  # a size hint: the block_parts it builds on may be wrong
-            msg = str(e)
-            raise CheckFailed(msg + h["builds_on"] if "by less than half" in msg or "factor" in msg else msg) from None
+SIZES = Inputs(BLOCK_CASES, RANDOM_SIZES, kinds=_size_kind, text=_describe)
+"""The inputs of both size exercises; the learner's function gets ``(d_model, d_ff, style)``."""
+check_block_parts = Exercise(
+    "block_parts", SIZES, _parts, returns=BLOCK_KEYS, positional=True, fixed_note=False, parts=[
+        Part(key, expected=key, integer=True, mistakes=lambda r, key=key: r["slips"][key], suffix=f"[{key!r}]")
+        for key in BLOCK_KEYS])
+"""``block_parts(d_model, d_ff, style) -> {"attention", "feed_forward", "norms"}``: one block's
+parameters by part, style ``"gpt2"`` (biases, two LayerNorms, GELU) or ``"llama"`` (no biases,
+two RMSNorms, SwiGLU), multi-head attention (as many kv heads as heads)."""
+check_ff_share = Exercise(
+    "ff_share", SIZES, _parts, positional=True, fixed_note=False, parts=[Part(
+        expected=lambda r: r["feed_forward"] / r["total"], rel=1e-9, mistakes=_share_mistakes,
+        builds_on=("block_parts",))])
+"""``ff_share(d_model, d_ff, style) -> share``: the feed-forward layer's fraction of one block's
+parameters (attention, feed-forward and the block's two norms), not rounded."""
 
 
 # --- 3. a block that changes nothing ---------------------------------------------------------
