@@ -203,7 +203,8 @@ class Inputs:
     def label(self, name: str, args: Mapping) -> str:
         args = dict(args)
         shown = args in [dict(a) for a in self.visible]
-        return label(name, self.text(args) if self.text else args, shown=shown, random=args in [dict(a) for a in self.random],
+        return label(name, self.text(args) if self.text else args, shown=shown,
+                     random=args in [dict(a) for a in self.random],
                      kinds=self.kinds(args) if self.kinds else (self.hidden,))
 
 
@@ -364,7 +365,8 @@ def attempt(fn: Callable, name: str, case, cases: tuple[Sequence, Sequence], tex
     """One :func:`call` of the learner's ``fn(*args, **kwargs)`` on ``case``, as ``(label,
     shown, result)``: a case among the visible test's ``cases`` (fixed, made at run time) is
     named ``name(text)`` while ``shown`` (:func:`label`), any other by its ``kinds`` only;
-    ``options`` go to :func:`call` (``shortcuts``, ``c_functions``, ``explain_errors``)."""
+    ``options`` go to :func:`call` (``shortcuts``, ``c_functions``, ``explain_errors``,
+    ``forbidden``, ``advice``)."""
     fixed, made = cases
     shown = shown and is_shown(case, (*fixed, *made))
     what = label(name, text, shown=shown, random=is_shown(case, made), kinds=kinds)

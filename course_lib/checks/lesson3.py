@@ -246,6 +246,7 @@ def _parts(a: Mapping) -> dict:
 
 
 def _share_mistakes(r: Mapping) -> dict:
+    """``{diagnosis: wrong share}`` for the usual slips, from :func:`_parts`' counts."""
     ff, attn, total, d, f = r["feed_forward"], r["attention"], r["total"], r["d_model"], r["d_ff"]
     return _named(H["ff_share"], two_thirds=2 / 3, no_norms=ff / (attn + ff), ratio=ff / attn, attention=attn / total,
                   percent=100 * (ff / total), swiglu_two=2 * d * f / (attn + 2 * d * f + r["norms"])
@@ -327,8 +328,9 @@ def check_add_block(fn, cases: Sequence[Mapping] = (*ADD_CASES, *RANDOM_ADD)) ->
         untouched = len(model.blocks) == n_before and all(torch.equal(before[n], t) for n, t in model.state_dict().items())
         blocks = getattr(result, "blocks", None)
         n = "none" if blocks is None else len(blocks)
-        _first("add_block", label, dict(n=n_before, got=n, at=f"index {where}" if shown else "index where"),  # a hidden
-               copy_first=result is model or not untouched, one_more=n != n_before + 1 and not shown,  # position unsaid
+        # a hidden input's position unsaid
+        _first("add_block", label, dict(n=n_before, got=n, at=f"index {where}" if shown else "index where"),
+               copy_first=result is model or not untouched, one_more=n != n_before + 1 and not shown,
                n_plus_one=n != n_before + 1,
                not_new=lambda: sum(p.numel() for p in blocks[where].parameters()) != block_params(model.shape)["total"],
                order=lambda: not all(torch.equal(t, before[f"blocks.{i}.{k}"]) for i, b in enumerate(
