@@ -21,6 +21,7 @@ kind only (:func:`~course_lib.checks.on_hidden`): no values, shapes or names.
 """
 from __future__ import annotations
 
+import inspect
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -72,12 +73,15 @@ def merged(mistakes: Mapping[str, Any]) -> dict:
 # --- the learner's own work --------------------------------------------------------------------
 
 def call(fn: Callable, label: str, *args, shown: bool = True, shortcuts: Mapping | None = None,
-         c_functions: Sequence[str] = (), explain_errors: bool = False, **kwargs):
+         c_functions: Sequence[str] = (), explain_errors: bool = False,
+         forbidden: Mapping[Callable, str] | None = None, advice: str = "", **kwargs):
     """``fn(*args, **kwargs)``, the learner's own work, or :class:`CheckFailed`:
 
     * if it calls course_lib's counters (:func:`~course_lib.checks.own_work`), or a shortcut
       that holds this answer: ``shortcuts`` is ``{file in course_lib/: function names or
       None}``, ``c_functions`` names of torch's C functions (its fused kernels);
+    * if it calls one of the Python functions ``forbidden`` (``{function: how to name it}``,
+      e.g. a method that does the exercise): ``"fn calls NAME: advice"``;
     * if it raises on a hidden input (``shown=False``): the message names the input by its
       kind (``label``) and the error with its numbers withheld, since a shape in an error
       would name the hidden sizes.  On a shown input the learner's own exception goes on as
@@ -85,8 +89,11 @@ def call(fn: Callable, label: str, *args, shown: bool = True, shortcuts: Mapping
       unless ``explain_errors`` asks for the same one-line message there too.  A CheckFailed
       or NotImplementedError (an answer not written yet) always passes through unchanged."""
     found: list = []
+    banned: list = []
+    codes = {inspect.unwrap(f).__code__: name for f, name in (forbidden or {}).items()}
     try:
-        with watch_calls(found, shortcuts or {}, c_functions=c_functions):
+        with watch_calls(banned, codes=codes) if codes else nullcontext(), \
+                watch_calls(found, shortcuts or {}, c_functions=c_functions):
             result = own_work(fn, *args, **kwargs)
     except (CheckFailed, NotImplementedError):
         raise
@@ -99,6 +106,8 @@ def call(fn: Callable, label: str, *args, shown: bool = True, shortcuts: Mapping
         where = found[0] if found[0].startswith("torch's") else f"course_lib.{found[0]}"
         raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls {where}, which "
                           "computes this answer: write it yourself, then compare with it")
+    if banned:
+        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls {banned[0]}: {advice}")
     return result
 
 
@@ -184,6 +193,8 @@ class Inputs:
     kinds: Callable[[Mapping], Sequence[str]] | None = None
     """Optional: the words describing a hidden input's kind, as a function of the input
     (default: ``(hidden,)``)."""
+    text: Callable[[Mapping], str] | None = None
+    """Optional: how a shown input's arguments are written (default ``d_model=768, ...``)."""
 
     @property
     def visible(self) -> tuple:
@@ -192,7 +203,8 @@ class Inputs:
     def label(self, name: str, args: Mapping) -> str:
         args = dict(args)
         shown = args in [dict(a) for a in self.visible]
-        return label(name, args, shown=shown, random=args in [dict(a) for a in self.random],
+        return label(name, self.text(args) if self.text else args, shown=shown,
+                     random=args in [dict(a) for a in self.random],
                      kinds=self.kinds(args) if self.kinds else (self.hidden,))
 
 
@@ -268,6 +280,9 @@ class Exercise(Check):
     fixed_note: bool = True
     """Whether a failure on a random input, after the shown one passed, asks whether the
     answer holds a fixed value (False: the message alone)."""
+    positional: bool = False
+    """Whether ``fn`` gets a case's values positionally, in the case's order (so its
+    parameters may have any names), rather than as keywords."""
 
     def unpack(self, result, label: str):
         if self.returns is None:
@@ -299,8 +314,10 @@ class Exercise(Check):
 
     def check_one(self, fn, args: Mapping) -> None:
         label = self.inputs.label(self.name, args)
-        result = self.unpack(call(fn, label, shown=HIDDEN not in label, shortcuts=self.shortcuts,
-                                  c_functions=self.c_functions, **args), label)
+        result = self.unpack(call(fn, label, *(args.values() if self.positional else ()),
+                                  shown=HIDDEN not in label, shortcuts=self.shortcuts,
+                                  c_functions=self.c_functions,
+                                  **({} if self.positional else args)), label)
         ref = {**args, **self.reference(args)}
         for part in self.parts:
             got = result if part.index is None else result[part.index]
@@ -348,17 +365,21 @@ def attempt(fn: Callable, name: str, case, cases: tuple[Sequence, Sequence], tex
     """One :func:`call` of the learner's ``fn(*args, **kwargs)`` on ``case``, as ``(label,
     shown, result)``: a case among the visible test's ``cases`` (fixed, made at run time) is
     named ``name(text)`` while ``shown`` (:func:`label`), any other by its ``kinds`` only;
-    ``options`` go to :func:`call` (``shortcuts``, ``c_functions``, ``explain_errors``)."""
+    ``options`` go to :func:`call` (``shortcuts``, ``c_functions``, ``explain_errors``,
+    ``forbidden``, ``advice``)."""
     fixed, made = cases
     shown = shown and is_shown(case, (*fixed, *made))
     what = label(name, text, shown=shown, random=is_shown(case, made), kinds=kinds)
     return what, shown, call(fn, what, *args, shown=shown, **options, **(kwargs or {}))
 
 
-def name_mistake(what: str, mistakes: Mapping[str, bool] | None, sep: str = " is not right: ") -> None:
+def name_mistake(what: str, mistakes: Mapping[str, Any] | None, sep: str = " is not right: ") -> None:
     """:class:`CheckFailed` ``what + sep + diagnosis`` for the first of ``mistakes``
-    (``{diagnosis: whether the answer matches that mistake}``) that matches; else nothing."""
-    diagnosis = next((d for d, matches in (mistakes or {}).items() if matches), None)
+    (``{diagnosis: whether the answer matches that mistake}``) that matches; else nothing.  A
+    callable condition is called only when reached (so it may rely on the earlier ones being
+    false)."""
+    diagnosis = next((d for d, matches in (mistakes or {}).items()
+                      if (matches() if callable(matches) else matches)), None)
     if diagnosis:
         raise CheckFailed(f"{what}{sep}{diagnosis}")
 

@@ -9,7 +9,6 @@ blocks and models have every parameter drawn at random, biases and norms include
 from __future__ import annotations
 
 import copy
-import inspect
 import random
 from functools import partial
 from typing import Mapping, Sequence
@@ -21,8 +20,8 @@ from ..compression import chain_task, load_chain_model, neuron_scores, prune_fee
 from ..params import block_params
 from ..shapes import gpt2_shape, llama_shape
 from ..tiny_gpt import TinyGPT
-from . import CheckFailed, check_close, check_sealed, check_value, heads_kind, is_shown, watch_calls
-from .exercise import HIDDEN, RANDOM_TAG, call, close, label as named  # noqa: F401 - RANDOM_TAG: tests
+from . import CheckFailed, check_close, check_sealed, check_value, heads_kind
+from .exercise import RANDOM_TAG, Exercise, Inputs, Part, attempt, close, name_mistake  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, named as _named
 from .sealed import load as _load_sealed
 
@@ -144,49 +143,18 @@ def _tokens(model, seed: int) -> torch.Tensor:
     return torch.randint(0, s.d_vocab, (4, min(s.n_ctx, 12)), generator=torch.Generator().manual_seed(2000 + seed))
 
 
-# --- one generic step of every check: label, call, name a mistake ------------------------------
-
-def _label(name: str, case: Mapping, fixed: Sequence, made: Sequence, text: str, *kinds: str) -> str:
-    """How messages name ``name`` called on ``case``: with ``text`` if it is a visible case (one of
-    ``fixed``, or ``made`` at run time), else by ``kinds`` only (:func:`~.exercise.label`)."""
-    return named(name, text, shown=is_shown(case, (*fixed, *made)), random=is_shown(case, made), kinds=kinds)
-
+# --- the shared steps of this lesson's checks: how an input is written, which mistake it is ---
 
 def _describe(spec: Mapping) -> str:
+    """A visible input's arguments as the learner would write them (``style='gpt2', seed=0``)."""
     return ", ".join(f"{k}={v!r}" for k, v in spec.items())
 
 
-def _no(exercise: str, key: str, label: str = "", **fields) -> CheckFailed:
-    """The failure naming mistake ``key`` of ``exercise`` (its words in hints/lesson3.toml, with
-    ``fields`` filled in), after ``label: ``."""
-    text = H[exercise][key]
-    return CheckFailed((f"{label}: " if label else "") + (text.format(**fields) if fields else text))
-
-
-def _guarded(fn, label: str, *args, forbidden: Mapping | None = None, advice: str = ""):
-    """``fn(*args)`` through :func:`~.exercise.call`, failing if it called one of ``forbidden``
-    (``{function: how to name it}``)."""
-    found: list = []
-    with watch_calls(found, codes={inspect.unwrap(f).__code__: n for f, n in (forbidden or {}).items()}):
-        result = call(fn, label, *args, shown=HIDDEN not in label)
-    if found:
-        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls {found[0]}: {advice}")
-    return result
-
-
-def _match(got: torch.Tensor, wrongs: Mapping, at: str, exercise: str) -> None:
-    """Fail naming the first mistake of ``wrongs`` (``{hint key: the tensor it gives, or None}``) that ``got`` matches."""
-    for key, wrong in wrongs.items():
-        if wrong is not None and _close(got, wrong):
-            raise _no(exercise, key, at)
-
-
-def _first(exercise: str, label: str, rules, **fields) -> None:
-    """Fail naming the first of ``rules`` (``(hint key, condition)``, a callable condition called
-    only when reached) that holds; ``fields`` fill in the hints' words."""
-    for key, when in rules:
-        if when() if callable(when) else when:
-            raise _no(exercise, key, label, **fields)
+def _first(exercise: str, label: str, fields: Mapping | None = None, **when) -> None:
+    """Fail with ``label: `` and the words (hints/lesson3.toml, ``fields`` filled in) of the first
+    mistake of ``exercise`` whose condition in ``when`` holds (:func:`~.exercise.name_mistake`:
+    a callable is called only when reached)."""
+    name_mistake(label, {H[exercise][key].format(**(fields or {})): c for key, c in when.items()}, ": ")
 
 
 def _tensor(x, shape, what: str, names: str | None = None) -> torch.Tensor:
@@ -225,38 +193,35 @@ def check_stream_parts(fn, blocks: Sequence[Mapping] = (*STREAM_BLOCKS, *RANDOM_
     """Check ``fn(block, x) -> (attention_note, feed_forward_note)``: what each part of a pre-norm
     block adds to the stream x (batch, pos, d_model), so that block(x) = x + both.  ``blocks``:
     specs for :func:`toy_block`."""
+    h = H["stream_parts"]
     for spec in blocks:
         block = toy_block(**spec)
         x = _inputs(block.norm_1.weight.shape[0], spec.get("seed", 0))
-        label = _label("stream_parts", spec, STREAM_BLOCKS, RANDOM_STREAM_BLOCKS, f"block with {_describe(spec)}, x",
-                       *_block_kind(spec))
-        what = (f"{label}[0], attention's note", f"{label}[1], the feed-forward note")
         with torch.no_grad():
-            result = _guarded(fn, label, block, x, forbidden={TransformerBlock.run: H["stream_parts"]["calls_block"]},
-                              advice=H["stream_parts"]["advice"])
-            if not isinstance(result, (tuple, list)) or len(result) != 2:
-                raise _no("stream_parts", "two_tensors", label, got=type(result).__name__)
-            names = None if HIDDEN not in label else "(batch, pos, d_model), the shape of x"
+            label, shown, result = attempt(
+                fn, "stream_parts", spec, (STREAM_BLOCKS, RANDOM_STREAM_BLOCKS), f"block with {_describe(spec)}, x",
+                (block, x), kinds=_block_kind(spec), forbidden={TransformerBlock.run: h["calls_block"]}, advice=h["advice"])
+            _first("stream_parts", label, dict(got=type(result).__name__),
+                   two_tensors=not isinstance(result, (tuple, list)) or len(result) != 2)
+            what = (f"{label}[0], attention's note", f"{label}[1], the feed-forward note")
+            names = None if shown else "(batch, pos, d_model), the shape of x"
             a, m = (_tensor(r, x.shape, w, names) for r, w in zip(result, what))
             ref_a = block.attn(block.norm_1(x))
             ref_m = block.mlp(block.norm_2(x + ref_a))
             if not _close(a, ref_a):
-                _match(a, dict(attn_of_x=block.attn(x), stream_after_attention=x + ref_a), f"{label}[0]", "stream_parts")
+                _first("stream_parts", f"{label}[0]", attn_of_x=_close(a, block.attn(x)),
+                       stream_after_attention=_close(a, x + ref_a))
                 raise CheckFailed(f"{what[0]}, is not right")
             if not _close(m, ref_m):
-                _match(m, dict(ff_before_attention=block.mlp(block.norm_2(x)), ff_no_norm=block.mlp(x + ref_a),
-                               ff_norm_1=block.mlp(block.norm_1(x + ref_a)), stream_after_block=x + ref_a + ref_m,
-                               both_notes=ref_a + ref_m), f"{label}[1]", "stream_parts")
+                _first("stream_parts", f"{label}[1]", ff_before_attention=_close(m, block.mlp(block.norm_2(x))),
+                       ff_no_norm=_close(m, block.mlp(x + ref_a)), ff_norm_1=_close(m, block.mlp(block.norm_1(x + ref_a))),
+                       stream_after_block=_close(m, x + ref_a + ref_m), both_notes=_close(m, ref_a + ref_m))
                 raise CheckFailed(f"{what[1]}, is not right")
             for got, ref, w in ((a, ref_a, what[0]), (m, ref_m, what[1])):  # records for the grader
                 check_close(got, ref, what=w, rtol=_ATOL, atol=_ATOL)
 
 
 # --- 2. counting a block by part -------------------------------------------------------------
-
-def _expected_parts(d_model: int, d_ff: int, style: str) -> dict:
-    return block_params(_shape(style, d_model, 1, None, d_ff))
-
 
 def block_part_mistakes(d_model: int, d_ff: int, style: str) -> dict:
     """``{part: {diagnosis: wrong value}}`` for the usual slips in counting one block."""
@@ -275,40 +240,34 @@ def block_part_mistakes(d_model: int, d_ff: int, style: str) -> dict:
     return {part: _named(H["block_parts"], **m) for part, m in values.items()}
 
 
-def check_block_parts(fn, cases: Sequence[Mapping] = (*BLOCK_CASES, *RANDOM_SIZES)) -> None:
-    """Check ``fn(d_model, d_ff, style) -> {"attention", "feed_forward", "norms"}``: one block's
-    parameters by part, style ``"gpt2"`` (biases, two LayerNorms, GELU) or ``"llama"`` (no
-    biases, two RMSNorms, SwiGLU), multi-head attention (as many kv heads as heads)."""
-    for case in cases:
-        label = _label("block_parts", case, BLOCK_CASES, RANDOM_SIZES, _describe(case), *_size_kind(case))
-        got = call(fn, label, case["d_model"], case["d_ff"], case["style"], shown=HIDDEN not in label)
-        if not isinstance(got, Mapping):
-            raise CheckFailed(f"{label}: return a dict with keys {', '.join(map(repr, BLOCK_KEYS))}, "
-                              f"got {type(got).__name__}")
-        if missing := [k for k in BLOCK_KEYS if k not in got]:
-            raise CheckFailed(f"{label}: the dict is missing {', '.join(map(repr, missing))}")
-        expected, mistakes = _expected_parts(**case), block_part_mistakes(**case)
-        for part in BLOCK_KEYS:
-            check_value(got[part], expected[part], what=f"{label}[{part!r}]", integer=True, mistakes=mistakes[part])
+def _parts(a: Mapping) -> dict:
+    """One block of this size and style by part (course_lib's count), with the slips' values."""
+    return {**block_params(_shape(a["style"], a["d_model"], 1, None, a["d_ff"])), "slips": block_part_mistakes(**a)}
 
 
-def check_ff_share(fn, cases: Sequence[Mapping] = (*BLOCK_CASES, *RANDOM_SIZES)) -> None:
-    """Check ``fn(d_model, d_ff, style) -> share``: the feed-forward layer's fraction of one
-    block's parameters (attention, feed-forward and the block's two norms), not rounded."""
-    h = H["ff_share"]
-    for case in cases:
-        label = _label("ff_share", case, BLOCK_CASES, RANDOM_SIZES, _describe(case), *_size_kind(case))
-        got = call(fn, label, case["d_model"], case["d_ff"], case["style"], shown=HIDDEN not in label)
-        p, d, f = _expected_parts(**case), case["d_model"], case["d_ff"]
-        ff, attn, total = p["feed_forward"], p["attention"], p["total"]
-        mistakes = _named(h, two_thirds=2 / 3, no_norms=ff / (attn + ff), ratio=ff / attn, attention=attn / total,
-                          percent=100 * (ff / total), swiglu_two=2 * d * f / (attn + 2 * d * f + p["norms"])
-                          if case["style"] == "llama" else None)
-        try:
-            check_value(got, ff / total, what=label, rel=1e-9, mistakes=mistakes)
-        except CheckFailed as e:  # a size hint: the block_parts it builds on may be wrong
-            msg = str(e)
-            raise CheckFailed(msg + h["builds_on"] if "by less than half" in msg or "factor" in msg else msg) from None
+def _share_mistakes(r: Mapping) -> dict:
+    """``{diagnosis: wrong share}`` for the usual slips, from :func:`_parts`' counts."""
+    ff, attn, total, d, f = r["feed_forward"], r["attention"], r["total"], r["d_model"], r["d_ff"]
+    return _named(H["ff_share"], two_thirds=2 / 3, no_norms=ff / (attn + ff), ratio=ff / attn, attention=attn / total,
+                  percent=100 * (ff / total), swiglu_two=2 * d * f / (attn + 2 * d * f + r["norms"])
+                  if r["style"] == "llama" else None)
+
+
+SIZES = Inputs(BLOCK_CASES, RANDOM_SIZES, kinds=_size_kind, text=_describe)
+"""The inputs of both size exercises; the learner's function gets ``(d_model, d_ff, style)``."""
+check_block_parts = Exercise(
+    "block_parts", SIZES, _parts, returns=BLOCK_KEYS, positional=True, fixed_note=False, parts=[
+        Part(key, expected=key, integer=True, mistakes=lambda r, key=key: r["slips"][key], suffix=f"[{key!r}]")
+        for key in BLOCK_KEYS])
+"""``block_parts(d_model, d_ff, style) -> {"attention", "feed_forward", "norms"}``: one block's
+parameters by part, style ``"gpt2"`` (biases, two LayerNorms, GELU) or ``"llama"`` (no biases,
+two RMSNorms, SwiGLU), multi-head attention (as many kv heads as heads)."""
+check_ff_share = Exercise(
+    "ff_share", SIZES, _parts, positional=True, fixed_note=False, parts=[Part(
+        expected=lambda r: r["feed_forward"] / r["total"], rel=1e-9, mistakes=_share_mistakes,
+        builds_on=("block_parts",))])
+"""``ff_share(d_model, d_ff, style) -> share``: the feed-forward layer's fraction of one block's
+parameters (attention, feed-forward and the block's two norms), not rounded."""
 
 
 # --- 3. a block that changes nothing ---------------------------------------------------------
@@ -324,13 +283,12 @@ def check_no_op(fn, blocks: Sequence[Mapping] = (*NO_OP_BLOCKS, *RANDOM_NO_OP_BL
     keeps its value.  ``blocks``: specs for :func:`toy_block`."""
     for spec in blocks:
         block = toy_block(**spec)
-        label = _label("make_no_op", spec, NO_OP_BLOCKS, RANDOM_NO_OP_BLOCKS, f"block with {_describe(spec)}",
-                       *_block_kind(spec))
         before = {n: p.detach().clone() for n, p in block.named_parameters()}
-        result = _guarded(fn, label, block, advice=H["no_op"]["advice"],
-                          forbidden={TransformerBlock.zero_output_projections: "block.zero_output_projections"})
-        if result is not block:
-            raise _no("no_op", "in_place", label, got=type(result).__name__)
+        label, _, result = attempt(
+            fn, "make_no_op", spec, (NO_OP_BLOCKS, RANDOM_NO_OP_BLOCKS), f"block with {_describe(spec)}", (block,),
+            kinds=_block_kind(spec), advice=H["no_op"]["advice"],
+            forbidden={TransformerBlock.zero_output_projections: "block.zero_output_projections"})
+        _first("no_op", label, dict(got=type(result).__name__), in_place=result is not block)
         after = dict(block.named_parameters())
         outputs = [n for n in _OUTPUTS if n in after]
         zero = {n for n, p in after.items() if not p.detach().any()}
@@ -347,13 +305,12 @@ def check_no_op(fn, blocks: Sequence[Mapping] = (*NO_OP_BLOCKS, *RANDOM_NO_OP_BL
         attn_zero, ff_zero = "attn.out_proj.weight" in zero, "mlp.down.weight" in zero
         inputs_zero = [n for n in _INPUTS if n in zero]
         biases_left = [n for n in outputs if n.endswith("bias") and n not in zero]
-        _first("no_op", label, (
-            ("inputs_zeroed", inputs_zero and not set(outputs) <= zero), ("also_changed", exact),
-            ("biases_left", biases_left and {n for n in outputs if n.endswith("weight")} <= zero),
-            ("attention_only", attn_zero and not ff_zero), ("ff_only", ff_zero and not attn_zero),
-            ("slightly", torch.allclose(out, x, atol=1e-3)), ("not_its_input", True)),
-            inputs=", ".join(inputs_zero), extra=", ".join(n for n in changed if n not in outputs),
-            biases=", ".join(biases_left))
+        _first("no_op", label, dict(inputs=", ".join(inputs_zero), extra=", ".join(n for n in changed if n not in outputs),
+                                    biases=", ".join(biases_left)),
+               inputs_zeroed=inputs_zero and not set(outputs) <= zero, also_changed=exact,
+               biases_left=biases_left and {n for n in outputs if n.endswith("weight")} <= zero,
+               attention_only=attn_zero and not ff_zero, ff_only=ff_zero and not attn_zero,
+               slightly=torch.allclose(out, x, atol=1e-3), not_its_input=True)
 
 
 def check_add_block(fn, cases: Sequence[Mapping] = (*ADD_CASES, *RANDOM_ADD)) -> None:
@@ -363,29 +320,27 @@ def check_add_block(fn, cases: Sequence[Mapping] = (*ADD_CASES, *RANDOM_ADD)) ->
     for case in cases:
         spec = {k: v for k, v in case.items() if k != "where"}
         model, where = toy_model(**spec), case["where"]
-        label = _label("add_no_op_block", case, ADD_CASES, RANDOM_ADD, f"{_describe(spec)} model, where={where}",
-                       _model_kind(spec))
-        shown = HIDDEN not in label
         before, n_before, tokens = copy.deepcopy(model.state_dict()), len(model.blocks), _tokens(model, where)
         with torch.no_grad():
             expected = model(tokens)
-        result = _guarded(fn, label, model, where)
+        label, shown, result = attempt(fn, "add_no_op_block", case, (ADD_CASES, RANDOM_ADD),
+                                       f"{_describe(spec)} model, where={where}", (model, where), kinds=(_model_kind(spec),))
         untouched = len(model.blocks) == n_before and all(torch.equal(before[n], t) for n, t in model.state_dict().items())
         blocks = getattr(result, "blocks", None)
         n = "none" if blocks is None else len(blocks)
-        _first("add_block", label, (
-            ("copy_first", result is model or not untouched), ("one_more", n != n_before + 1 and not shown),
-            ("n_plus_one", n != n_before + 1),
-            ("not_new", lambda: sum(p.numel() for p in blocks[where].parameters()) != block_params(model.shape)["total"]),
-            ("order", lambda: not all(torch.equal(t, before[f"blocks.{i}.{k}"]) for i, b in enumerate(
-                b for j, b in enumerate(blocks) if j != where) for k, t in b.state_dict().items()))),
-            n=n_before, got=n, at=f"index {where}" if shown else "index where")  # a hidden input's position unsaid
+        # a hidden input's position unsaid
+        _first("add_block", label, dict(n=n_before, got=n, at=f"index {where}" if shown else "index where"),
+               copy_first=result is model or not untouched, one_more=n != n_before + 1 and not shown,
+               n_plus_one=n != n_before + 1,
+               not_new=lambda: sum(p.numel() for p in blocks[where].parameters()) != block_params(model.shape)["total"],
+               order=lambda: not all(torch.equal(t, before[f"blocks.{i}.{k}"]) for i, b in enumerate(
+                   b for j, b in enumerate(blocks) if j != where) for k, t in b.state_dict().items()))
         with torch.no_grad():
             got = result(tokens)
         new = blocks[where]
-        _first("add_block", label, (("writes", lambda: not torch.equal(got, expected) and (
-            new.attn.out_proj.weight.detach().any() or new.mlp.down.weight.detach().any())),
-            ("not_exact", lambda: not torch.equal(got, expected))))
+        _first("add_block", label, writes=lambda: not torch.equal(got, expected) and (
+            new.attn.out_proj.weight.detach().any() or new.mlp.down.weight.detach().any()),
+            not_exact=lambda: not torch.equal(got, expected))
         check_value(len(blocks), n_before + 1, what=f"{label}: blocks in the new model", integer=True)
         check_close(got, expected, what=f"{label}: logits, which must be the original's", rtol=0, atol=0)
 
@@ -402,22 +357,22 @@ def check_neuron_scores(fn, layers: Sequence[Mapping] = (*NEURON_LAYERS, *RANDOM
     for spec in layers:
         mlp = toy_feed_forward(**spec)
         square = spec.get("d_ff", 64) == spec.get("d_model", 32)
-        label = _label("neuron_scores", spec, NEURON_LAYERS, RANDOM_LAYERS, f"layer with {_describe(spec)}",
-                       "a square layer (d_ff = d_model)" if square else "")
         with torch.no_grad():
-            got = _guarded(fn, label, mlp, forbidden=_FORBIDDEN_PRUNING, advice=H["neuron_scores"]["advice"])
+            label, shown, got = attempt(
+                fn, "neuron_scores", spec, (NEURON_LAYERS, RANDOM_LAYERS), f"layer with {_describe(spec)}", (mlp,),
+                kinds=("a square layer (d_ff = d_model)" if square else "",), forbidden=_FORBIDDEN_PRUNING,
+                advice=H["neuron_scores"]["advice"])
             up, down = mlp.up.weight, mlp.down.weight  # (d_ff, d_model), (d_model, d_ff)
-            if isinstance(got, torch.Tensor) and got.shape == (up.shape[1],) != (up.shape[0],):
-                raise _no("neuron_scores", "d_model_scores", label)
-            got = _tensor(got, (up.shape[0],), label, None if HIDDEN not in label else "(d_ff,)")
+            _first("neuron_scores", label, d_model_scores=isinstance(got, torch.Tensor)
+                   and got.shape == (up.shape[1],) != (up.shape[0],))
+            got = _tensor(got, (up.shape[0],), label, None if shown else "(d_ff,)")
             expected = neuron_scores(mlp)
             if not _close(got, expected):
                 r_up, r_down = up.norm(dim=1), down.norm(dim=0)
-                _match(got, dict(up_only=r_up, down_only=r_down, added=r_up + r_down, squared=r_up ** 2 * r_down ** 2,
-                                 with_bias=torch.cat([up, mlp.up.bias[:, None]], 1).norm(dim=1) * r_down,
-                                 transposed=up.norm(dim=0) * down.norm(dim=1) if square else None),
-                       label, "neuron_scores")
-                raise _no("neuron_scores", "wrong", label)
+                _first("neuron_scores", label, up_only=_close(got, r_up), down_only=_close(got, r_down),
+                       added=_close(got, r_up + r_down), squared=_close(got, r_up ** 2 * r_down ** 2),
+                       with_bias=_close(got, torch.cat([up, mlp.up.bias[:, None]], 1).norm(dim=1) * r_down),
+                       transposed=square and _close(got, up.norm(dim=0) * down.norm(dim=1)), wrong=True)
             check_close(got, expected, what=label, rtol=_ATOL, atol=_ATOL)
 
 
@@ -429,38 +384,35 @@ def check_prune(fn, cases: Sequence[Mapping] = (*PRUNE_CASES, *RANDOM_PRUNE)) ->
         spec = {n: v for n, v in case.items() if n != "k"}
         model, k = toy_model(**spec), case["k"]
         every = all(k == b.mlp.up.out_features for b in model.blocks)
-        label = _label("prune", case, PRUNE_CASES, RANDOM_PRUNE, f"{_describe(spec)} model, k={k}", _model_kind(spec),
-                       "k = d_ff: every neuron kept" if every else "")
         before = copy.deepcopy(model.state_dict())
-        result = _guarded(fn, label, model, k, forbidden=_FORBIDDEN_PRUNING, advice=H["prune"]["advice"])
-        _first("prune", label, (
-            ("copy_first", result is model or not all(torch.equal(before[n], t) for n, t in model.state_dict().items())),
-            ("blocks", lambda: len(getattr(result, "blocks", ())) != len(model.blocks))))
+        label, shown, result = attempt(
+            fn, "prune", case, (PRUNE_CASES, RANDOM_PRUNE), f"{_describe(spec)} model, k={k}", (model, k),
+            kinds=(_model_kind(spec), "k = d_ff: every neuron kept" if every else ""), forbidden=_FORBIDDEN_PRUNING,
+            advice=H["prune"]["advice"])
+        _first("prune", label, copy_first=result is model or not all(
+            torch.equal(before[n], t) for n, t in model.state_dict().items()),
+            blocks=lambda: len(getattr(result, "blocks", ())) != len(model.blocks))
         for i, (b_new, b_old) in enumerate(zip(result.blocks, model.blocks)):
-            new, old, shown = b_new.mlp, b_old.mlp, HIDDEN not in label  # a hidden model's blocks unsaid
+            new, old = b_new.mlp, b_old.mlp  # a hidden model's blocks unsaid
             (d_ff, d_model), shape = old.up.weight.shape, tuple(new.up.weight.shape)
             where = dict(blk=f"block {i}" if shown else "in a block", a_blk=f"block {i}" if shown else "a block")
-            _first("prune", label, (("still_wide", shape == (d_ff, d_model) and k < d_ff),
-                                    ("shapes", shape != (k, d_model) or tuple(new.down.weight.shape) != (d_model, k))),
-                   **where)
+            _first("prune", label, where, still_wide=shape == (d_ff, d_model) and k < d_ff,
+                   shapes=shape != (k, d_model) or tuple(new.down.weight.shape) != (d_model, k))
             with torch.no_grad():  # for each new row of up, the index of the equal old row (or -1)
                 kept = [next(iter((old.up.weight == r).all(dim=1).nonzero().flatten().tolist()), -1)
                         for r in new.up.weight]
                 order = neuron_scores(old).argsort(descending=True).tolist()
                 top = set(kept) == set(order[:k])
-                _first("prune", label, (
-                    ("rows", -1 in kept or len(set(kept)) != k),
-                    ("smallest", not top and set(kept) == set(order[-k:])),
-                    ("first_k", not top and set(kept) == set(range(k))), ("not_largest", not top),
-                    ("down_columns", lambda: not torch.equal(new.down.weight, old.down.weight[:, kept])),
-                    ("up_bias", lambda: old.up.bias is not None and not torch.equal(new.up.bias, old.up.bias[kept])),
-                    ("down_bias", lambda: old.down.bias is not None and not torch.equal(new.down.bias, old.down.bias))),
-                    **where)
+                _first("prune", label, where, rows=-1 in kept or len(set(kept)) != k,
+                       smallest=not top and set(kept) == set(order[-k:]),
+                       first_k=not top and set(kept) == set(range(k)), not_largest=not top,
+                       down_columns=lambda: not torch.equal(new.down.weight, old.down.weight[:, kept]),
+                       up_bias=lambda: old.up.bias is not None and not torch.equal(new.up.bias, old.up.bias[kept]),
+                       down_bias=lambda: old.down.bias is not None and not torch.equal(new.down.bias, old.down.bias))
         tokens, reference = _tokens(model, k), prune_feed_forward(model, k)
         with torch.no_grad():
             got, expected = result(tokens), reference(tokens)
-        if not _close(got, expected):
-            raise _no("prune", "logits", label)
+        _first("prune", label, logits=not _close(got, expected))
         check_value(sum(p.numel() for p in result.parameters()), sum(p.numel() for p in reference.parameters()),
                     what=f"{label}: parameters of the pruned model", integer=True)
         check_close(got, expected, what=f"{label}: logits of the pruned model", rtol=_ATOL, atol=_ATOL)
@@ -497,10 +449,10 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
     task, original, h = chain_task(), load_chain_model()[0], H["compression_report"]
     for case in cases:
         compressed = compressed_model(**case)
-        label = _label("compression_report", case, REPORT_CASES, RANDOM_REPORT,
-                       f"original, model compressed with {_describe(case)}, task", _HOW[case["how"]])
         with torch.no_grad():
-            got = _guarded(fn, label, original, compressed, task)
+            label, _, got = attempt(fn, "compression_report", case, (REPORT_CASES, RANDOM_REPORT),
+                                    f"original, model compressed with {_describe(case)}, task", (original, compressed, task),
+                                    kinds=(_HOW[case["how"]],))
         if not isinstance(got, Mapping) or any(k not in got for k in REPORT_KEYS):
             raise CheckFailed(f"{label}: return a dict with keys {', '.join(map(repr, REPORT_KEYS))}, got " + (
                 f"the keys {sorted(map(str, got))}" if isinstance(got, Mapping) else type(got).__name__))
@@ -537,10 +489,10 @@ def check_tys_new_block(reason, zeroed) -> None:
     which parts of a GPT-2-style block to zero (names from :data:`BLOCK_PARTS`).  Sealed."""
     check_sealed(_option(reason), TYS_NEW_BLOCK_REASON)
     if isinstance(zeroed, str) or not hasattr(zeroed, "__iter__"):
-        raise _no("tys_new_block", "a_set")
+        raise CheckFailed(H["tys_new_block"]["a_set"])
     got = {_option(z) for z in zeroed}
     if unknown := sorted(str(z) for z in got if z not in BLOCK_PARTS):
-        raise _no("tys_new_block", "unknown", unknown=unknown, parts=", ".join(BLOCK_PARTS))
+        raise CheckFailed(H["tys_new_block"]["unknown"].format(unknown=unknown, parts=", ".join(BLOCK_PARTS)))
     wrong = []
     for part in BLOCK_PARTS:  # every part is checked (and published for the grader), then one diagnosis
         try:
@@ -549,7 +501,7 @@ def check_tys_new_block(reason, zeroed) -> None:
             wrong.append(part)
     extra, missing = [p for p in wrong if p in got], [p for p in wrong if p not in got]
     if extra or missing:
-        raise _no("tys_new_block", "mixed" if extra and missing else "missing" if missing else "extra")
+        raise CheckFailed(H["tys_new_block"]["mixed" if extra and missing else "missing" if missing else "extra"])
 
 
 def check_tys_long_tests(reason, eight_step_share) -> None:
