@@ -32,11 +32,15 @@ import pytest
 from course_lib.checks.records import records_of
 
 DATA = Path(__file__).resolve().parent / "data" / "check_records"
-REL, ABS = 1e-5, 1e-5
-"""How close a number must be to the saved one (relative or absolute): a value computed in
-float32 or 16-bit differs in its last places on another CPU, torch build or thread count (the
-capstone's copy losses by 2e-7 of 0.236; lesson 3's float32 logits after a block is added by up
-to 1.5e-6, from one run to the next on this machine); every check's own tolerance is wider."""
+REL, ABS = 1e-4, 1e-5
+"""How close a number must be to the saved one: ``|now - saved| <= ABS + REL * |saved|``, the
+rule of torch.allclose.  The saved records were made on another machine than the one this test
+runs on (the grader compares a learner's records with a reference run on its own machine, at the
+check's tolerance); a refactor that changes what is checked moves numbers far more than this.
+A value computed in float32 or 16-bit differs in its last places on another CPU, torch build or thread count (the capstone's
+copy losses by 2e-7 of 0.236; lesson 3's float32 logits after a block is added by up to 1.5e-6
+from one run to the next; lesson 3's hidden multi-query block's stream parts by 1.05e-5 of 0.72
+to 3e-5 of 0.64 on another machine)."""
 UPDATE = os.environ.get("UPDATE_CHECK_RECORDS", "") not in ("", "0")
 
 
@@ -82,7 +86,7 @@ def _number(x) -> bool:
 def _same(a, b, where: str, problems: list) -> None:
     """Append to ``problems`` where ``a`` (now) differs from ``b`` (saved)."""
     if _number(a) and _number(b):
-        if not math.isclose(a, b, rel_tol=REL, abs_tol=ABS):
+        if not abs(a - b) <= ABS + REL * abs(b):
             problems.append(f"{where}: {a!r} was {b!r}")
     elif type(a) is not type(b):
         problems.append(f"{where}: {json.dumps(a)[:120]} was {json.dumps(b)[:120]}")
