@@ -22,7 +22,6 @@ exactly.
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 
@@ -37,10 +36,10 @@ REL, ABS = 1e-4, 1e-5
 rule of torch.allclose.  The saved records were made on another machine than the one this test
 runs on (the grader compares a learner's records with a reference run on its own machine, at the
 check's tolerance); a refactor that changes what is checked moves numbers far more than this.
-A value computed in float32 or 16-bit differs in its last places on another CPU, torch build or thread count (the capstone's
-copy losses by 2e-7 of 0.236; lesson 3's float32 logits after a block is added by up to 1.5e-6
-from one run to the next; lesson 3's hidden multi-query block's stream parts by 1.05e-5 of 0.72
-to 3e-5 of 0.64 on another machine)."""
+A value computed in float32 or 16-bit differs in its last places on another CPU, torch build
+or thread count: the capstone's copy losses by 2e-7 of 0.236; lesson 3's float32 logits after
+a block is added by up to 1.5e-6 from one run to the next; lesson 3's hidden multi-query
+block's stream parts by 1.05e-5 of 0.72 to 3e-5 of 0.64 on another machine."""
 UPDATE = os.environ.get("UPDATE_CHECK_RECORDS", "") not in ("", "0")
 
 

@@ -22,8 +22,8 @@ from ..units import GB, GiB, dtype_bytes
 from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_sealed, check_value,
                is_shown, on_hidden, own_work, watch_calls)
 from .exercise import Question, merged, requires
-from .lesson4 import RANDOM_CASES, check_score_bytes
 from .hints import load as _load_hints, words
+from .lesson4 import RANDOM_CASES, check_score_bytes
 from .sealed import load as _load_sealed
 
 SEALED, HINTS = _load_sealed("capstone"), _load_hints("capstone")
