@@ -399,14 +399,23 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
             too_big_trunc=int((mem - w) / seq) if w > mem else None,
             memory_gib=max(0, (mem * GiB // GB - w) // seq),
             no_weights=mem // seq, mha_weights=max(0, (mem - mha_w) // seq),
-            round_up=math.ceil((mem - w) / seq) if w <= mem else None,
-            round_nearest=round((mem - w) / seq) if w <= mem else None,
+            **_rounding((mem - w) / seq) if w <= mem else {},
             keys_only=max(0, (mem - w) // (seq // 2)),
             query_heads=max(0, (mem - w) // (seq * s.group_size)),
             active_weights=max(0, (mem - count_params(s).active * b) // seq) if s.is_moe else None,
             per_token=max(0, (mem - w) // (seq // n)) if n > 1 else None,
-            fixed_bytes=max(0, (mem - w2) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None)),
+            fixed_bytes=max(0, (mem - w2) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None,
+            fixed_bytes_weights=max(0, (mem - w2) // seq) if b != BYTES_16BIT else None,
+            fixed_bytes_cache=max(0, (mem - w) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None)),
             EXACT), builds=("card_params", "kv_bytes_per_token"), counts="requests")
+
+
+def _rounding(fits: float) -> dict:
+    """The requests that rounding ``fits`` up and to the nearest give, named once if the same."""
+    up, nearest = math.ceil(fits), round(fits)
+    return dict(round_either=up) if up == nearest else dict(round_up=up, round_nearest=nearest)
+
+
 # --- the four sizes (the recap) ----------------------------------------------------------------
 
 def weight_mistakes(s: ModelShape, b) -> dict:
@@ -474,14 +483,18 @@ def _random_shared_moe(seed: str = "lesson6/moe_layer_params") -> dict:
 
 
 RANDOM_SEQ_CASE, RANDOM_MOE_CARD = _random_hybrid(), _random_shared_moe()
-SEQ_CASES = (dict(card="gemma-3-1b-it", n_tokens=32768, bytes_per_number=BYTES_16BIT),
-             dict(card="DeepSeek-V2-Lite", n_tokens=32768, bytes_per_number=1),
+SEQ_CASES = (dict(card="gemma-3-1b-it", n_tokens=8192, bytes_per_number=BYTES_16BIT),
+             dict(card="gpt-oss-20b", n_tokens=96, bytes_per_number=4),
+             dict(card="DeepSeek-V2-Lite", n_tokens=4096, bytes_per_number=1),
              RANDOM_SEQ_CASE)
-"""Visible cases of :func:`check_kv_bytes_per_sequence`: Gemma 3 (sliding and global layers),
-DeepSeek-V2-Lite (latent attention, 8-bit) and a shape made at run time, all past their windows."""
-MOE_CARDS = ("Qwen3-30B-A3B", "DeepSeek-V2-Lite", RANDOM_MOE_CARD)
+"""Visible cases of :func:`check_kv_bytes_per_sequence`: Gemma 3 (sliding and global layers)
+past its window, gpt-oss-20b in 32-bit inside its 128-token window (so a window taken for
+min(n_tokens, window) fails), DeepSeek-V2-Lite (latent attention, 8-bit) and a shape made at run
+time past its window.  None is the lesson's 32,768-token sequence, whose caches its prose gives."""
+MOE_CARDS = ("Qwen3-30B-A3B", "DeepSeek-V2-Lite", "gpt-oss-20b", RANDOM_MOE_CARD)
 """Visible cards of :func:`check_moe_layer_params`: fine-grained experts without (Qwen3) and
-with shared experts (DeepSeek-V2-Lite), and a shape with shared experts made at run time."""
+with shared experts (DeepSeek-V2-Lite), a router with a bias and experts with biases (gpt-oss),
+and a shape with shared experts made at run time."""
 
 
 def seq_mistakes(s: ModelShape, n: int, b) -> dict:
@@ -494,6 +507,8 @@ def seq_mistakes(s: ModelShape, n: int, b) -> dict:
         "kv_bytes_per_sequence", one_token=per_token, numbers=right / b, only_keys=right / 2,
         fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
         no_window=per_token * n if past else None,
+        window_always=s.kv_cache_width * b * (slide * s.sliding_window + (L - slide) * n)
+        if slide and n < s.sliding_window else None,
         all_slide=per_token * s.sliding_window if some else None,
         wrong_way=s.kv_cache_width * b * (slide * n + (L - slide) * s.sliding_window)
         if some else None, latent_heads=2 * L * s.n_kv_heads * s.d_head * n * b if mla else None,
@@ -533,6 +548,7 @@ def moe_layer_counts(s: ModelShape) -> tuple:
     common = _hints("moe_layer_params", no_router=-router_params_per_layer(s), no_shared=-shared,
                     gate=-s.d_model if s.shared_expert_gate else None,
                     router_bias=-E if s.router_bias else None,
+                    shared_each=(n_shared - 1) * shared if n_shared > 1 else None,
                     shared_width=mlp_params(s, n_shared * s.d_ff) - shared
                     if n_shared and s.shared_width != n_shared * s.d_ff else None)
     held_m = _hints("moe_layer_params", held_used=used, held_one=held - (E - 1) * expert)

@@ -230,6 +230,16 @@ def kv_bytes_per_sequence(s, n_tokens, bytes_per_number):
     sliding = s.sliding_layers
     return per_token * ((s.n_layers - sliding) * n_tokens + sliding * kept) * 2
 """.strip(), ["t-kv-seq"], "2 bytes per number hard-coded"),
+    Wrong("q-kv-seq", """
+def kv_bytes_per_sequence(s, n_tokens, bytes_per_number):
+    if s.mla is not None:
+        per_token = s.mla.kv_lora_rank + s.mla.d_head_rope
+    else:
+        per_token = 2 * s.n_kv_heads * s.d_head
+    kept = n_tokens if s.sliding_window is None else s.sliding_window
+    sliding = s.sliding_layers
+    return per_token * ((s.n_layers - sliding) * n_tokens + sliding * kept) * bytes_per_number
+""".strip(), ["t-kv-seq"], "a sliding layer given its whole window on a shorter sequence (no min)"),
 
     # --- exercise 8: fine-grained and shared experts -------------------------------------------
     Wrong("q-moe-layer", _moe_layer(shared="0"), ["t-moe-layer"], "shared experts forgotten"),
@@ -239,6 +249,8 @@ def kv_bytes_per_sequence(s, n_tokens, bytes_per_number):
     Wrong("q-moe-layer", _moe_layer().replace("used = s.n_experts_per_tok * feed_forward(s.d_ff) + shared + router",
                                               "used = s.n_experts_per_tok * feed_forward(s.d_ff) + router"),
           ["t-moe-layer"], "shared experts held but not counted as used"),
+    Wrong("q-moe-layer", _moe_layer().replace("    if s.router_bias:\n        router += s.n_experts\n", ""),
+          ["t-moe-layer"], "the router's bias forgotten (gpt-oss)"),
 
     # --- real-world examples ---------------------------------------------------------------------
     Wrong("q-llama2-70b", '''
