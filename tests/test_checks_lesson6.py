@@ -402,6 +402,37 @@ def test_card_level_slips_right_on_mixtral_fail_the_visible_test(kind):
     fails(L6.check_card_params, _card_slip(kind))
 
 
+def _card_named(kind):
+    """card_params with one slip the visible cards catch and name (#16: each was "too small by
+    less than 1%" or "about 2%" before it had words)."""
+    def wrong(s):
+        t, a = card_right(s)
+        d, L, q, kv, E = s.d_model, s.n_layers, s.n_heads * s.d_head, s.n_kv_heads * s.d_head, s.n_experts
+        total = {"qkv_bias": -L * (q + 2 * kv) * s.qkv_bias, "out_bias": -L * d * s.out_bias,
+                 "mlp_bias_shape": L * (s.d_ff - d) * s.mlp_bias * max(E, 1),
+                 "router_per_expert": (E - 1) * L * d * E,
+                 "query_width": L * 2 * d * (d - q),
+                 "kv_d_head": -L * 2 * d * s.n_kv_heads * (s.d_head - d // s.n_heads)}
+        active = {"dense_ff": 0 if s.is_moe else -L * (s.mlp_matrices * d * s.d_ff + (
+            (s.mlp_matrices - 1) * s.d_ff + d) * s.mlp_bias)}
+        return t + total.get(kind, 0), a + total.get(kind, active.get(kind, 0))
+    return wrong
+
+
+CARD_NAMED = {"qkv_bias": "the query, key and value biases are missing",
+              "out_bias": "the output projection's bias is missing",
+              "mlp_bias_shape": "each feed-forward bias is as wide as its matrix's output",
+              "router_per_expert": "the router is counted once per expert",
+              "query_width": "the query and output projections are sized d_model × d_model",
+              "kv_d_head": "the K and V projections are sized with d_model / n_heads",
+              "dense_ff": "the feed-forward layers are left out of the active count"}
+
+
+@pytest.mark.parametrize("kind", sorted(CARD_NAMED))
+def test_card_level_slips_are_named_in_the_visible_test(kind):
+    assert CARD_NAMED[kind] in fails(L6.check_card_params, _card_named(kind))
+
+
 def test_card_params_refuses_counters():
     msg = fails(L6.check_card_params, lambda s: (cl.count_params(s).total, cl.count_params(s).active))
     assert "course_lib's own counter" in msg
@@ -713,6 +744,17 @@ MOE_LAYER_MISTAKES = [
                          ids=[p for *_, p in MOE_LAYER_MISTAKES])
 def test_moe_layer_mistake_is_named(fn, cards, phrase):
     assert phrase in fails(L6.check_moe_layer_params, fn, cards=cards)
+
+
+def test_moe_sizes_weights_alone_are_named():
+    """Counting .weight only passed no test before a visible layer had biases, then was "too
+    small by about 6%" (#16)."""
+    def weights_only(layer, x):
+        def count(module):
+            return sum(p.numel() for n, p in module.named_parameters() if n.endswith("weight"))
+        expert = torch.tensor([count(e) for e in layer.experts])
+        return count(layer), count(layer.router) + expert[layer.run(x).routing.experts].sum(-1)
+    assert "only the weights are counted" in fails(L6.check_moe_sizes, weights_only)
 
 
 def test_moe_layer_visible_test_catches_a_forgotten_router_bias():

@@ -286,7 +286,10 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
         _, active = _check(fn, what, (layer, x), "total, active per token", (
             0, "the total", total, _hints("moe_sizes", one_token=router + k * expert,
                                          no_router=total - router, one_expert=expert,
-                                         router_per_expert=E * (router + expert)), EXACT))
+                                         router_per_expert=E * (router + expert),
+                                         weights_only=total - sum(
+                                             p.numel() for n, p in layer.named_parameters()
+                                             if n.endswith("bias")) if spec["bias"] else None), EXACT))
         with torch.no_grad():
             expected = active_params_per_token(layer, layer.run(x).routing)
         if not isinstance(active, torch.Tensor):  # the exercise asks for an integer tensor
@@ -323,6 +326,11 @@ def total_mistakes(s: ModelShape) -> dict:
     t, attn, mlp, norm, norms = c.total, attention_params_per_layer(s), mlp_params(s), \
         norm_params(s), c.norms
     no_bias = count_params(s.with_(qkv_bias=False, out_bias=False, mlp_bias=False)).total
+    one_bias = {k: count_params(s.with_(**{k: False})).total if getattr(s, k) else None
+                for k in ("qkv_bias", "out_bias", "mlp_bias")}  # one kind of bias missing
+    if sum(v is not None for v in one_bias.values()) < 2:
+        one_bias = {}  # only one kind on this card: "biases" names it
+    q, ffs = s.n_heads * s.d_head, (E if moe else 1) * L
     return merged(_hints(
         "card_params", active_count=c.active if moe else None,
         no_routers=t - s.moe_layers * router_params_per_layer(s) if moe else None,
@@ -340,7 +348,13 @@ def total_mistakes(s: ModelShape) -> dict:
         positions=t - s.n_ctx * d if s.positions == "learned" else None,
         biases=no_bias if no_bias != t else None,
         ungated=t + (E if moe else 1) * L * d * s.d_ff if s.mlp_matrices == 2 else None,
-        layernorm_weight=t - norms // 2 if s.norm == "layernorm" else None))
+        layernorm_weight=t - norms // 2 if s.norm == "layernorm" else None,
+        **one_bias,
+        mlp_bias_shape=t + ffs * (s.d_ff - d) if s.mlp_bias and s.d_ff != d else None,
+        router_per_expert=t + (E - 1) * s.moe_layers * router_params_per_layer(s) if moe else None,
+        query_width=t - L * (2 * d + s.qkv_bias) * (q - d) if q != d else None,
+        kv_d_head=t - L * (2 * d + 2 * s.qkv_bias) * s.n_kv_heads * (s.d_head - d // s.n_heads)
+        if d % s.n_heads == 0 and d // s.n_heads != s.d_head else None))
 
 
 def active_mistakes(s: ModelShape) -> dict:
@@ -364,7 +378,8 @@ def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
         _check(fn, _label("card_params", s, is_shown(card, CARD_PARAMS_CARDS), kinds=_kinds(s)),
                (s,), "total, active", (0, "the total", c.total, total_mistakes(s), EXACT),
                (1, "the active parameters", c.active,
-                active_mistakes(s) or _hints("card_params", dense=0), EXACT))
+                active_mistakes(s) or merged(_hints(
+                    "card_params", dense=0, dense_ff=c.total - s.n_layers * mlp_params(s))), EXACT))
 
 
 # --- requests that fit -----------------------------------------------------------------------
