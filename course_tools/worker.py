@@ -29,6 +29,7 @@ child's process group, the kernel's and the job's cgroup), collects the
 """
 from __future__ import annotations
 
+import atexit
 import base64
 import io
 import json
@@ -431,13 +432,62 @@ def kill_running(prefix: str) -> int:
     return len(jobs)
 
 
+JOBS_DIR_PREFIX = "course-jobs-"
+"""Each process's job folders sit in ``<tmp>/course-jobs-<its pid>/``, so a process killed
+before it could remove them (a Dask worker killed with SIGKILL) leaves them where the next
+process to start a job finds and removes them (:func:`jobs_parent`)."""
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and is not a zombie (killed, not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc: trust kill
+        return True
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def jobs_parent(tmp: Path | None = None) -> Path:
+    """This process's folder for job folders under ``tmp`` (default: the system's), made on
+    first use and removed at exit if empty.  Each call first removes the folders of this
+    user's processes that are no longer running, with whatever their jobs left (a dead
+    worker's jobs died with it: PR_SET_PDEATHSIG)."""
+    base = Path(tmp or tempfile.gettempdir())
+    mine = base / f"{JOBS_DIR_PREFIX}{os.getpid()}"
+    from . import remove_tree
+    for other in base.glob(f"{JOBS_DIR_PREFIX}*"):
+        pid = other.name[len(JOBS_DIR_PREFIX):]
+        try:
+            if pid.isdigit() and other.stat().st_uid == os.getuid() and not _alive(int(pid)):
+                remove_tree(other)
+        except OSError:  # removed by another process meanwhile, or not ours to remove
+            pass
+    if not mine.is_dir():
+        mine.mkdir(mode=0o700)
+        atexit.register(_remove_if_empty, mine)
+    return mine
+
+
+def _remove_if_empty(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass
+
+
 class LocalJob:
-    """One job running in a child process of this one, in a private folder of its own
-    (removed by :meth:`result`).  The child leads its own process group."""
+    """One job running in a child process of this one, in a private folder of its own under
+    :func:`jobs_parent` (removed by :meth:`result`).  The child leads its own process group."""
 
     def __init__(self, spec: JobSpec, fork: bool | None = None, tmp: Path | None = None):
         self.spec = spec
-        self.dir = Path(tempfile.mkdtemp(prefix=f"job-{spec.job_id}-", dir=tmp))
+        self.dir = Path(tempfile.mkdtemp(prefix=f"job-{spec.job_id}-", dir=jobs_parent(tmp)))
         self.start = time.monotonic()
         self.proc = self.mp = None
         self._code: int | None = None

@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ import pytest
 import wrong_answers
 from conftest import CLASS_SETTINGS
 from course_tools.cluster import LoopbackCluster
+from course_tools.worker import JOBS_DIR_PREFIX
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -95,6 +97,7 @@ def test_a_dead_worker_costs_one_retry_and_a_job_that_kills_two_is_reported(
     kills: dict[str, int] = {"retried": 1, "doomed": 2}
     done = threading.Event()
     killed: list[str] = []
+    killed_pids: list[int] = []
 
     def executing(c) -> dict[str, list[str]]:
         """``{worker address: keys it is running now}`` (not merely queued there)."""
@@ -111,9 +114,11 @@ def test_a_dead_worker_costs_one_retry_and_a_job_that_kills_two_is_reported(
                     time.sleep(2)  # let the job get going, then make sure it still runs there
                     if not any(f"grade-{who}-" in k for k in executing(c).get(worker, [])):
                         continue
-                    os.kill(_worker_pids(c)[worker], signal.SIGKILL)
+                    pid = _worker_pids(c)[worker]
+                    os.kill(pid, signal.SIGKILL)
                     kills[who] -= 1
                     killed.append(who)
+                    killed_pids.append(pid)
                     cluster.start_worker()
                     break
                 time.sleep(0.2)
@@ -126,6 +131,11 @@ def test_a_dead_worker_costs_one_retry_and_a_job_that_kills_two_is_reported(
         done.set()
         t.join(30)
     assert sorted(killed) == ["doomed", "doomed", "retried"], (killed, run.stdout[-2000:])
+    # a killed worker cannot remove its job's folder; the next job started anywhere on this
+    # machine removes it (the job run again after each kill but the last)
+    left = [p for pid in killed_pids[:-1]
+            if (p := Path(tempfile.gettempdir()) / f"{JOBS_DIR_PREFIX}{pid}").exists()]
+    assert left == [], left
     rows = {r["student"]: r for r in json.loads((out / "results.json").read_text())}
     assert set(rows) == {"doomed", "retried", "steady"}
     assert rows["retried"]["status"] == "graded" and rows["retried"]["score"] == \
@@ -234,8 +244,38 @@ def _check_interrupted(proc, lines, rest, err, out: Path) -> None:
         s: "graded" if s in finished else "interrupted" for s in rows}
     assert "INCOMPLETE" in (out / "report.txt").read_text()
     for _ in range(100):  # a cluster's worker removes a stopped job's folder as it notices
-        left = [p for p in Path("/tmp").glob(f"job-{proc.pid}-*")]
+        left = [*Path(tempfile.gettempdir()).glob(f"job-{proc.pid}-*"),
+                *Path(tempfile.gettempdir()).glob(f"{JOBS_DIR_PREFIX}*/job-{proc.pid}-*")]
         if not left:
             break
         time.sleep(0.1)
     assert left == []
+
+
+def test_a_dead_process_job_folders_are_removed_by_the_next_job(tmp_path):
+    """What a process killed mid-job leaves (its jobs folder and a job's files) goes when any
+    other process starts a job, also while the dead one is a zombie its parent has not reaped;
+    a live process's folder stays."""
+    from course_tools.worker import jobs_parent
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    gone = tmp_path / f"{JOBS_DIR_PREFIX}{dead.pid}"
+    (gone / "job-x-1" / "work").mkdir(parents=True)
+    (gone / "job-x-1" / "work" / "lesson1.ipynb").write_text("{}")
+    live = tmp_path / f"{JOBS_DIR_PREFIX}{os.getppid()}"
+    (live / "job-y-1").mkdir(parents=True)
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])  # exits, never reaped (yet)
+    for _ in range(100):
+        if Path(f"/proc/{zombie.pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z":
+            break
+        time.sleep(0.05)
+    killed = tmp_path / f"{JOBS_DIR_PREFIX}{zombie.pid}"
+    (killed / "job-z-1").mkdir(parents=True)
+    other = tmp_path / "course-jobs-notapid"
+    other.mkdir()
+    mine = jobs_parent(tmp_path)
+    assert mine == tmp_path / f"{JOBS_DIR_PREFIX}{os.getpid()}" and mine.is_dir()
+    assert not gone.exists() and not killed.exists()
+    zombie.wait()
+    assert (live / "job-y-1").is_dir() and other.is_dir()
+    assert jobs_parent(tmp_path) == mine  # the next call: the same folder
