@@ -166,6 +166,17 @@ SIZE_MISTAKES = [
      lambda v, s, c, m, d: _req(m, cl.weight_bytes(s, d),
                                 cl.kv_cache_bytes_per_token(s, d) * s.sliding_window),
      "global (full_attention) layers keep every token"),
+    # #16: each was "less than 1%" or "a factor of about 1.2"
+    ("gpt2", "total_params", lambda v, s, *_: v - s.n_layers * (s.d_ff + s.d_model),
+     "GPT-2's feed-forward layer has biases"),
+    ("gpt2", "total_params", lambda v, s, *_: v - s.n_layers * 4 * s.d_model,
+     "GPT-2's attention has biases"),
+    ("gemma-3-1b-it", "requests_that_fit",  # global layers 0, 6, ..., 24: 5 of 26, not 4
+     lambda v, s, c, m, d: _req(m, cl.weight_bytes(s, d), cl.kv_cache_bytes_per_token(s, d) // 26 * (
+         5 * c + 21 * s.sliding_window)), "not the first"),
+    ("gemma-3-1b-it", "requests_that_fit",  # 4 sliding layers and 22 global
+     lambda v, s, c, m, d: _req(m, cl.weight_bytes(s, d), cl.kv_cache_bytes_per_token(s, d) // 26 * (
+         22 * c + 4 * s.sliding_window)), "the wrong way round"),
 ]
 
 
@@ -277,6 +288,20 @@ def test_own_reading_restores_the_profiler():
 
 # --- unknown family ----------------------------------------------------------------------------
 
+def test_a_null_num_key_value_heads_is_tried_and_named():
+    """null means one key/value head per query head; read as absent it is Mistral's default 8
+    (#16: the visible test tries Mistral 7B with it null)."""
+    name = "Mistral-7B-v0.1 with num_key_value_heads null"
+    assert C.VARIANTS[name]["num_key_value_heads"] is None and name in {n for n, *_ in C._VISIBLE}
+    config = C.VARIANTS[name]
+    assert C.expected_size(config, **C.SCENARIO) == C.expected_size(
+        {**config, "num_key_value_heads": 32}, **C.SCENARIO)
+    absent = {k: v for k, v in config.items() if k != "num_key_value_heads"}
+    wrong = size_card(absent, *C.SCENARIO.values())
+    msg = fails(C.check_size_card, lambda config, *a: dict(wrong), cards={name: config})
+    assert "null means one key/value head per query head" in msg, msg
+
+
 def test_unknown_family():
     C.check_unknown_family(size_card)
 
@@ -291,6 +316,12 @@ def test_unknown_family():
     def mute(config, *a):
         raise ValueError("unsupported")
     assert "should name the model_type" in fails(C.check_unknown_family, mute)
+    # what the function did, in a sentence: never the check's own labels for it (#16)
+    for fn, did in ((numbers, "returned a result"), (key_error, "raised KeyError, not ValueError"),
+                    (mute, "raised a ValueError whose message does not name 'bert'")):
+        msg = fails(C.check_unknown_family, fn)
+        assert msg.startswith(f"size_card(<bert-base-uncased>, ...) {did}: "), msg
+        assert "'returned without raising'" not in msg and "valueerror" not in msg, msg
 
     def unwritten(config, *a):
         raise NotImplementedError()

@@ -57,8 +57,10 @@ EXPERTS_SCENARIOS = tuple(dict(context=8192, gpu_memory_bytes=n * ACCELERATOR_BY
 """The experts example's Mixtral on one and on two 80 GB accelerators, 8,192-token requests, 16-bit."""
 VARIANTS = {f"{n} without {k}": {key: v for key, v in card_config(n).items() if key != k} for n, k in (
     ("Meta-Llama-3-8B", "num_key_value_heads"), ("Mistral-7B-v0.1", "num_key_value_heads"),
-    ("Mistral-7B-v0.1", "sliding_window"), ("Qwen3-30B-A3B", "head_dim"), ("gemma-3-1b-it", "sliding_window"))}
-"""Shipped cards with a key left out, whose default (section 1's tables) then holds."""
+    ("Mistral-7B-v0.1", "sliding_window"), ("Qwen3-30B-A3B", "head_dim"), ("gemma-3-1b-it", "sliding_window"))} | {
+    "Mistral-7B-v0.1 with num_key_value_heads null": {**card_config("Mistral-7B-v0.1"), "num_key_value_heads": None}}
+"""Shipped cards with a key left out, whose default (section 1's tables) then holds, and one with
+``num_key_value_heads`` null: as many key/value heads as query heads, not the family's default."""
 VISIBLE_CASES = ((VISIBLE_CARDS, (SCENARIO, SHORT_SCENARIO)), (VARIANTS, (SCENARIO,)),
                  (GQA_CARDS, (GQA_SCENARIO,)), (("Mixtral-8x7B-v0.1",), EXPERTS_SCENARIOS))
 """The visible test of ``size_card``: (cards, scenarios), every input a later check builds on
@@ -178,6 +180,8 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         kv_heads=count_params(s.with_(n_kv_heads=H)).total if KV < H else None,
         qkv_bias=c.total - L * (H + 2 * KV) * s.d_head if s.model_type == "qwen2" else None,
         positions=c.total - s.n_ctx * d if s.positions == "learned" else None,
+        gpt2_mlp_bias=c.total - L * (s.d_ff + d) if s.model_type == "gpt2" else None,
+        gpt2_attn_bias=c.total - L * 4 * d if s.model_type == "gpt2" else None,
         gated=c.total - d * (moe_L * (E * s.d_ff + s.shared_width) + (L - moe_L) * (s.d_ff_dense or s.d_ff))
         if s.mlp in ("swiglu", "geglu") else None,
         n_inner=count_params(s.with_(d_ff=d)).total if s.model_type == "gpt2" else None,
@@ -206,9 +210,42 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         tied_once=fit(wb + head * b, seq) if tied else None,
         requests_head_dim=fit(wb, seq * alt // s.d_head) if alt else None,
         window_short=fit(wb, tok // L * ((L - s.sliding_layers) * context + s.sliding_layers * s.sliding_window))
-        if short else None)
-    return {"total_params": merged(total), "active_params": merged(active),
-            "kv_cache_bytes_per_token": merged(per_token), "requests_that_fit": merged(requests)}
+        if short else None, **_pattern_slips(config, s, context, b, lambda seq_: fit(wb, seq_)))
+    found = {"total_params": total, "active_params": active, "kv_cache_bytes_per_token": per_token,
+             "requests_that_fit": requests}
+    for key, wrong in _null_read_as_absent(config, context, gpu_memory_bytes, dtype).items():
+        found[key] = {**found[key], **_words("size_card", kv_null=wrong)}
+    return {key: merged(found[key]) for key in SIZE_KEYS}
+
+
+def _pattern_slips(config: Mapping, s, context: int, b: float, fit: Callable) -> dict:
+    """Gemma 3's layer pattern read wrong (no ``layer_types`` on the card, so
+    ``sliding_window_pattern`` says which layers slide): ``{hint key: requests}`` with the global
+    layers counted from layer 0, and with the pattern the wrong way round; ``b`` bytes a number,
+    ``fit(bytes of one request's cache)`` the requests that fit."""
+    if s.model_type != "gemma3_text" or config.get("layer_types") or not s.sliding_window:
+        return {}
+    L, p = s.n_layers, config.get("sliding_window_pattern") or 6
+    per_layer = kv_cache_bytes_per_token(s, "fp32") // 4 // L  # numbers a layer caches a token
+
+    def requests(sliding: int) -> int:
+        numbers = per_layer * ((L - sliding) * context + sliding * min(context, s.sliding_window))
+        return fit(numbers * b)
+    return dict(pattern_offset=requests(L - math.ceil(L / p)) if math.ceil(L / p) != L // p else None,
+                pattern_inverted=requests(L // p))
+
+
+def _null_read_as_absent(config: Mapping, context: int, gpu_memory_bytes: int, dtype: str) -> dict:
+    """The four sizes with a null ``num_key_value_heads`` taken for an absent one (the family's
+    default instead of one key/value head per query head); {} where the card does not set it to
+    null or the default does not fit its heads."""
+    if "num_key_value_heads" not in config or config["num_key_value_heads"] is not None:
+        return {}
+    try:
+        return expected_size({k: v for k, v in config.items() if k != "num_key_value_heads"},
+                             context, gpu_memory_bytes, dtype)
+    except ValueError:  # CardError: the default does not divide the heads
+        return {}
 
 
 def _label(fn_name: str, what: str, context: int, memory: int, dtype: str) -> str:
@@ -276,15 +313,20 @@ def check_unknown_family(fn) -> None:
     """``fn`` must raise ValueError naming the model_type for a BERT card (not of :data:`FAMILIES`)."""
     try:
         own_reading(fn, copy.deepcopy(BERT_CONFIG), *SCENARIO.values())
-        outcome = "returned without raising"
+        outcome, did = "returned without raising", "returned a result"
     except (CheckFailed, NotImplementedError):  # an unwritten answer: the grader says so
         raise
     except Exception as e:  # noqa: BLE001 - which error the learner raised is the feedback
-        outcome = ("another error" if not isinstance(e, ValueError) else "valueerror naming it"
-                   if "bert" in str(e) else "valueerror without the name")
-    words = HINTS["unknown_family"]
-    check_choice(outcome, "valueerror naming it", what="size_card(<bert-base-uncased>, ...)",
-                 choices=("valueerror naming it", *words), hints=words)
+        outcome, did = (("another error", f"raised {type(e).__name__}, not ValueError")
+                        if not isinstance(e, ValueError) else ("valueerror naming it", "")
+                        if "bert" in str(e) else ("valueerror without the name",
+                                                  "raised a ValueError whose message does not name 'bert'"))
+    words, what = HINTS["unknown_family"], "size_card(<bert-base-uncased>, ...)"
+    try:  # the outcome recorded as a choice; the learner reads what their function did
+        check_choice(outcome, "valueerror naming it", what=what,
+                     choices=("valueerror naming it", *words), hints=words)
+    except CheckFailed:
+        raise CheckFailed(f"{what} {did}: {words[outcome]}") from None
 
 
 @contextmanager

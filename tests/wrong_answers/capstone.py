@@ -177,6 +177,13 @@ WRONG = [
         'n_kv = H if family == "llama" else config.get("num_key_value_heads", absent_kv.get(family)) or H')),
         ["t-size-card", "t-size-card-unseen", "t-servable", "t-gqa"], LLAMA_MHA),
 
+    # null read as absent: the family's default (Mistral's 8) where null means one key/value head
+    # per query head; the visible test tries Mistral 7B with num_key_value_heads null (#16)
+    Wrong("q-size-card", _size_card((
+        'n_kv = config.get("num_key_value_heads", absent_kv.get(family)) or H',
+        'n_kv = config.get("num_key_value_heads") or absent_kv.get(family) or H')),
+        ["t-size-card"], "num_key_value_heads null read as absent (the family's default)"),
+
     # --- exercise 2: servable ---------------------------------------------------------------
     Wrong("q-servable", _SERVABLE.format(
         requests='int((gpu_memory_bytes - size["total_params"] * cl.dtype_bytes(dtype)) // '
