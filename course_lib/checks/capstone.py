@@ -210,7 +210,7 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         tied_once=fit(wb + head * b, seq) if tied else None,
         requests_head_dim=fit(wb, seq * alt // s.d_head) if alt else None,
         window_short=fit(wb, tok // L * ((L - s.sliding_layers) * context + s.sliding_layers * s.sliding_window))
-        if short else None, **_pattern_slips(config, s, context, b, lambda seq_: fit(wb, seq_)))
+        if short else None, **_pattern_slips(config, s, context, tok // L, lambda seq_: fit(wb, seq_)))
     found = {"total_params": total, "active_params": active, "kv_cache_bytes_per_token": per_token,
              "requests_that_fit": requests}
     for key, wrong in _null_read_as_absent(config, context, gpu_memory_bytes, dtype).items():
@@ -218,19 +218,17 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     return {key: merged(found[key]) for key in SIZE_KEYS}
 
 
-def _pattern_slips(config: Mapping, s, context: int, b: float, fit: Callable) -> dict:
+def _pattern_slips(config: Mapping, s, context: int, layer_bytes: int, fit: Callable) -> dict:
     """Gemma 3's layer pattern read wrong (no ``layer_types`` on the card, so
     ``sliding_window_pattern`` says which layers slide): ``{hint key: requests}`` with the global
-    layers counted from layer 0, and with the pattern the wrong way round; ``b`` bytes a number,
-    ``fit(bytes of one request's cache)`` the requests that fit."""
+    layers counted from layer 0, and with the pattern the wrong way round; ``layer_bytes`` one
+    layer's cache of a token, ``fit(bytes of one request's cache)`` the requests that fit."""
     if s.model_type != "gemma3_text" or config.get("layer_types") or not s.sliding_window:
         return {}
     L, p = s.n_layers, config.get("sliding_window_pattern") or 6
-    per_layer = kv_cache_bytes_per_token(s, "fp32") // 4 // L  # numbers a layer caches a token
 
     def requests(sliding: int) -> int:
-        numbers = per_layer * ((L - sliding) * context + sliding * min(context, s.sliding_window))
-        return fit(numbers * b)
+        return fit(layer_bytes * ((L - sliding) * context + sliding * min(context, s.sliding_window)))
     return dict(pattern_offset=requests(L - math.ceil(L / p)) if math.ceil(L / p) != L // p else None,
                 pattern_inverted=requests(L // p))
 

@@ -86,6 +86,22 @@ def _moe_layer(shared="feed_forward(s.shared_width) if s.n_shared_experts else 0
     return _MOE_LAYER.format(shared=shared, used=used).strip()
 
 
+_KV_SEQ = '''
+def kv_bytes_per_sequence(s, n_tokens, bytes_per_number):
+    if s.mla is not None:
+        per_token = s.mla.kv_lora_rank + s.mla.d_head_rope
+    else:
+        per_token = 2 * s.n_kv_heads * s.d_head
+    kept = n_tokens if s.sliding_window is None else {kept}
+    sliding = s.sliding_layers
+    return per_token * ((s.n_layers - sliding) * n_tokens + sliding * kept) * {times}
+'''
+
+
+def _kv_seq(kept="min(n_tokens, s.sliding_window)", times="bytes_per_number"):
+    return _KV_SEQ.format(kept=kept, times=times).strip()
+
+
 WRONG = [
     # --- exercise 1: grouped-query attention -------------------------------------------------
     Wrong("q-gqa", '''
@@ -220,26 +236,9 @@ def kv_bytes_per_sequence(s, n_tokens, bytes_per_number):
     return per_token * ((s.n_layers - sliding) * n_tokens + sliding * kept) * bytes_per_number
 '''.strip(), ["t-kv-seq"], "latent attention cached as a key and a value per head"),
 
-    Wrong("q-kv-seq", """
-def kv_bytes_per_sequence(s, n_tokens, bytes_per_number):
-    if s.mla is not None:
-        per_token = s.mla.kv_lora_rank + s.mla.d_head_rope
-    else:
-        per_token = 2 * s.n_kv_heads * s.d_head
-    kept = n_tokens if s.sliding_window is None else min(n_tokens, s.sliding_window)
-    sliding = s.sliding_layers
-    return per_token * ((s.n_layers - sliding) * n_tokens + sliding * kept) * 2
-""".strip(), ["t-kv-seq"], "2 bytes per number hard-coded"),
-    Wrong("q-kv-seq", """
-def kv_bytes_per_sequence(s, n_tokens, bytes_per_number):
-    if s.mla is not None:
-        per_token = s.mla.kv_lora_rank + s.mla.d_head_rope
-    else:
-        per_token = 2 * s.n_kv_heads * s.d_head
-    kept = n_tokens if s.sliding_window is None else s.sliding_window
-    sliding = s.sliding_layers
-    return per_token * ((s.n_layers - sliding) * n_tokens + sliding * kept) * bytes_per_number
-""".strip(), ["t-kv-seq"], "a sliding layer given its whole window on a shorter sequence (no min)"),
+    Wrong("q-kv-seq", _kv_seq(times="2"), ["t-kv-seq"], "2 bytes per number hard-coded"),
+    Wrong("q-kv-seq", _kv_seq(kept="s.sliding_window"), ["t-kv-seq"],
+          "a sliding layer given its whole window on a shorter sequence (no min)"),
 
     # --- exercise 8: fine-grained and shared experts -------------------------------------------
     Wrong("q-moe-layer", _moe_layer(shared="0"), ["t-moe-layer"], "shared experts forgotten"),
