@@ -31,7 +31,8 @@ command checks (by hashing before and after) that it is so.  Steps:
 Statuses: ``graded``; ``blank`` (no answer cell was changed from the release and no test
 cell earned a point: graded like any other, so it scores 0; a notebook that answers in cells
 of its own and passes a test is ``graded``); ``timeout`` (a cell ran past its timeout, or
-the notebook past its budget: cells that finished still count); ``kernel_died`` (likewise);
+the notebook past its budget: cells that finished still count); ``kernel_died`` (a cell
+killed its kernel: a new one re-ran the cells before it and ran the later ones, which count);
 ``missing``; ``misnamed`` (a notebook or folder under another name, named in the detail);
 ``invalid_json``; ``invalid_notebook``; ``bad_student_id``; ``autograde_error`` (nbgrader or
 the worker failed: see the log).  Rows that could not run score 0.  Grades do not depend on
@@ -236,17 +237,21 @@ def _stop_words(result: JobResult, facts: JobFacts, limits: Limits) -> tuple[str
     dead = [e for e in ended if e.get("status") == "dead"]
     if dead:
         where = cell_label(dead[0])
+        if len(dead) > 1:
+            where += f" (and {len(dead) - 1} more cell(s))"
+        # a new kernel re-runs the cells that ran before and goes on (GuardedExecute)
+        later = ("later cells did not run" if any(e.get("status") == "not_run" for e in ended)
+                 else "a new kernel ran the cells after it (those before it run again first)")
         if box.oom_kills:
             return (Status.MEMORY_LIMIT, f"stopped in {where}: the notebook used more than "
                     f"the {limits.job_memory / 2**30:g} GiB of memory a job may use, so the "
-                    "sandbox ended its kernel; later cells did not run",
+                    f"sandbox ended its kernel; {later}",
                     f"the job's memory limit was reached in {where}")
         if _scratch_full(box, limits):
             return (Status.DISK_LIMIT, f"kernel died in {where} after filling the sandbox's "
-                    f"{limits.scratch / 2**30:g} GiB scratch space; later cells did not run",
-                    dead[0].get("reason", ""))
-        return (KERNEL_DIED, f"kernel died in {where}; later cells did not run",
-                dead[0].get("reason", ""))
+                    f"{limits.scratch / 2**30:g} GiB scratch space; {later}",
+                    dead[-1].get("reason", ""))
+        return (KERNEL_DIED, f"kernel died in {where}; {later}", dead[-1].get("reason", ""))
     slow = [e for e in ended if e.get("status") in ("timeout", "unresponsive")]
     if slow:
         first = slow[0]
