@@ -493,6 +493,8 @@ def _grade_staged(original: Path, staged, out: Path, names, course: Path, echo, 
     by_job: dict[str, Report] = {}
     answered: dict[str, tuple[list[str], int]] = {}  # job_id: intake's (changed, added)
 
+    sent_by = staged.by_student()  # what the LMS download held for each row
+
     def job_id() -> str:
         return f"{run_id}-{len(specs):06d}"
     for student_dir in students:
@@ -506,7 +508,13 @@ def _grade_staged(original: Path, staged, out: Path, names, course: Path, echo, 
                 report.detail = (f"folder name {student!r} is not a usable student id "
                                  "(letters, digits and _ . @ + - only)")
                 continue
-            intake = inspect_submission(student_dir, name, src.release)
+            sent = sent_by.get((student, name))
+            if sent is not None and sent.roster_only:
+                report.status = Status.MISSING
+                report.detail = "no submission (on the roster, nothing in the download)"
+                continue
+            intake = inspect_submission(student_dir, name, src.release,
+                                        sent.uploaded() if sent is not None else None)
             report.status, report.notes = intake.status, intake.notes
             report.detail = intake.detail
             if intake.status != USABLE:
