@@ -69,8 +69,8 @@ from .jobs import run_all
 from .report import print_report, record_scores, write_outputs
 from .preprocessors import role
 from .protocol import JobResult, JobSpec, Limits, Sandbox, Status, encode
-from .scoring import (JobFacts, ReferenceError_, cell_label, reference_records,
-                      score_cells)
+from .scoring import (JobFacts, ReferenceError_, cell_label, check_calls,
+                      reference_records, score_cells)
 from . import sandbox as sandboxing
 
 GRADED, BLANK = Status.GRADED, Status.BLANK
@@ -155,6 +155,7 @@ class _Source:
         self.release = {n: nbformat.read(release_dir / f"{n}.ipynb", as_version=4)
                         for n in self.notebooks}
         self.tests: list[tuple[str, str, float]] = []
+        self.calls: dict = {}  # (notebook, grade_id): the test cell's check calls
         self.hidden: list[str] = []
         self.answers = sum(role(c) == "answer" for nb in self.release.values() for c in nb.cells)
         for n in self.notebooks:
@@ -163,6 +164,8 @@ class _Source:
             self.tests += [(n, c.metadata["nbgrader"]["grade_id"],
                             float(c.metadata["nbgrader"].get("points", 0)))
                            for c in nb.cells if role(c) == "test"]
+            self.calls.update({(n, c.metadata["nbgrader"]["grade_id"]): check_calls(c.source)
+                               for c in nb.cells if role(c) == "test"})
         self.max_score = sum(p for _, _, p in self.tests)
 
 
@@ -335,7 +338,7 @@ def _finish_job(spec: JobSpec, result: JobResult, src: "_Source", reference: dic
     status, sentence, why = _stop_words(result, facts, limits)
     report.seconds = result.seconds
     report.cells, report.answer_errors, notes = score_cells(
-        facts, src.tests, reference, src.hidden, limits.cell_timeout, why)
+        facts, src.tests, reference, src.hidden, limits.cell_timeout, why, src.calls)
     if status == GRADED:
         blank = blank_words(src.answers, changed_cells, added, report.cells)
         if blank:
