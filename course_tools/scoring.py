@@ -177,6 +177,7 @@ def score_cells(facts: JobFacts, tests: list[tuple[str, str, float]], reference:
     Returns ``([CellResult], {answer grade_id: problem}, [notes on other cells])``.
     """
     cells, overruled, replaced = [], [], []
+    dead = [e for e in facts.by_index.values() if e.get("status") == "dead"]
     for nb, gid, points in tests:
         e = facts.cells.get((nb, gid))
         score, message, note = 0.0, "", ""
@@ -195,6 +196,11 @@ def score_cells(facts: JobFacts, tests: list[tuple[str, str, float]], reference:
             if check:
                 message = REPLACED.format(check=check, error=message)
                 replaced.append(f"{gid} ({check}: {describe_errors(e)})")
+            before = [d for d in dead if d.get("notebook") == nb
+                      and d.get("index", 0) < e.get("index", 0)]
+            if before and any(x.get("ename") == "NameError" for x in e.get("errors", [])):
+                message += (f"\n(the kernel died in {cell_label(before[-1])}: a new kernel ran "
+                            "this test without what that cell defines)")
         else:
             ok, why = (same_records(e.get("records", []), reference.get((nb, gid), []))
                        if reference.get((nb, gid)) else (True, ""))

@@ -361,7 +361,9 @@ def test_a_cell_that_kills_the_kernel_fails_alone(mini_graded):
     assert mini_graded.cell_scores("kernel-killer") == {
         "t-double": (0, 2), "t-square": (3, 3), "t-both": (0, 1)}
     cells = {c["grade_id"]: c["message"] for c in row["cells"]}
-    assert "name 'double' is not defined" in cells["t-double"], cells
+    assert cells["t-double"] == ("NameError: name 'double' is not defined\n(the kernel died in "
+                                 "q-double: a new kernel ran this test without what that cell "
+                                 "defines)"), cells
 
 
 def test_nearly_blank_submissions(mini_graded):
