@@ -31,7 +31,8 @@ command checks (by hashing before and after) that it is so.  Steps:
 Statuses: ``graded``; ``blank`` (no answer cell was changed from the release and no test
 cell earned a point: graded like any other, so it scores 0; a notebook that answers in cells
 of its own and passes a test is ``graded``); ``timeout`` (a cell ran past its timeout, or
-the notebook past its budget: cells that finished still count); ``kernel_died`` (likewise);
+the notebook past its budget: cells that finished still count); ``kernel_died`` (a cell
+killed its kernel: a new one re-ran the cells before it and ran the later ones, which count);
 ``missing``; ``misnamed`` (a notebook or folder under another name, named in the detail);
 ``invalid_json``; ``invalid_notebook``; ``bad_student_id``; ``autograde_error`` (nbgrader or
 the worker failed: see the log).  Rows that could not run score 0.  Grades do not depend on
@@ -68,8 +69,8 @@ from .jobs import run_all
 from .report import print_report, record_scores, write_outputs
 from .preprocessors import role
 from .protocol import JobResult, JobSpec, Limits, Sandbox, Status, encode
-from .scoring import (JobFacts, ReferenceError_, cell_label, reference_records,
-                      score_cells)
+from .scoring import (JobFacts, ReferenceError_, cell_label, check_calls,
+                      reference_records, score_cells)
 from . import sandbox as sandboxing
 
 GRADED, BLANK = Status.GRADED, Status.BLANK
@@ -154,6 +155,7 @@ class _Source:
         self.release = {n: nbformat.read(release_dir / f"{n}.ipynb", as_version=4)
                         for n in self.notebooks}
         self.tests: list[tuple[str, str, float]] = []
+        self.calls: dict = {}  # (notebook, grade_id): the test cell's check calls
         self.hidden: list[str] = []
         self.answers = sum(role(c) == "answer" for nb in self.release.values() for c in nb.cells)
         for n in self.notebooks:
@@ -162,6 +164,8 @@ class _Source:
             self.tests += [(n, c.metadata["nbgrader"]["grade_id"],
                             float(c.metadata["nbgrader"].get("points", 0)))
                            for c in nb.cells if role(c) == "test"]
+            self.calls.update({(n, c.metadata["nbgrader"]["grade_id"]): check_calls(c.source)
+                               for c in nb.cells if role(c) == "test"})
         self.max_score = sum(p for _, _, p in self.tests)
 
 
@@ -236,17 +240,21 @@ def _stop_words(result: JobResult, facts: JobFacts, limits: Limits) -> tuple[str
     dead = [e for e in ended if e.get("status") == "dead"]
     if dead:
         where = cell_label(dead[0])
+        if len(dead) > 1:
+            where += f" (and {len(dead) - 1} more cell(s))"
+        # a new kernel re-runs the cells that ran before and goes on (GuardedExecute)
+        later = ("later cells did not run" if any(e.get("status") == "not_run" for e in ended)
+                 else "a new kernel ran the cells after it (those before it run again first)")
         if box.oom_kills:
             return (Status.MEMORY_LIMIT, f"stopped in {where}: the notebook used more than "
                     f"the {limits.job_memory / 2**30:g} GiB of memory a job may use, so the "
-                    "sandbox ended its kernel; later cells did not run",
+                    f"sandbox ended its kernel; {later}",
                     f"the job's memory limit was reached in {where}")
         if _scratch_full(box, limits):
             return (Status.DISK_LIMIT, f"kernel died in {where} after filling the sandbox's "
-                    f"{limits.scratch / 2**30:g} GiB scratch space; later cells did not run",
-                    dead[0].get("reason", ""))
-        return (KERNEL_DIED, f"kernel died in {where}; later cells did not run",
-                dead[0].get("reason", ""))
+                    f"{limits.scratch / 2**30:g} GiB scratch space; {later}",
+                    dead[-1].get("reason", ""))
+        return (KERNEL_DIED, f"kernel died in {where}; {later}", dead[-1].get("reason", ""))
     slow = [e for e in ended if e.get("status") in ("timeout", "unresponsive")]
     if slow:
         first = slow[0]
@@ -330,7 +338,7 @@ def _finish_job(spec: JobSpec, result: JobResult, src: "_Source", reference: dic
     status, sentence, why = _stop_words(result, facts, limits)
     report.seconds = result.seconds
     report.cells, report.answer_errors, notes = score_cells(
-        facts, src.tests, reference, src.hidden, limits.cell_timeout, why)
+        facts, src.tests, reference, src.hidden, limits.cell_timeout, why, src.calls)
     if status == GRADED:
         blank = blank_words(src.answers, changed_cells, added, report.cells)
         if blank:
@@ -488,6 +496,8 @@ def _grade_staged(original: Path, staged, out: Path, names, course: Path, echo, 
     by_job: dict[str, Report] = {}
     answered: dict[str, tuple[list[str], int]] = {}  # job_id: intake's (changed, added)
 
+    sent_by = staged.by_student()  # what the LMS download held for each row
+
     def job_id() -> str:
         return f"{run_id}-{len(specs):06d}"
     for student_dir in students:
@@ -501,7 +511,13 @@ def _grade_staged(original: Path, staged, out: Path, names, course: Path, echo, 
                 report.detail = (f"folder name {student!r} is not a usable student id "
                                  "(letters, digits and _ . @ + - only)")
                 continue
-            intake = inspect_submission(student_dir, name, src.release)
+            sent = sent_by.get((student, name))
+            if sent is not None and sent.roster_only:
+                report.status = Status.MISSING
+                report.detail = "no submission (on the roster, nothing in the download)"
+                continue
+            intake = inspect_submission(student_dir, name, src.release,
+                                        sent.uploaded() if sent is not None else None)
             report.status, report.notes = intake.status, intake.notes
             report.detail = intake.detail
             if intake.status != USABLE:

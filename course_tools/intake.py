@@ -77,9 +77,13 @@ def _gid(cell) -> str | None:
 
 
 def inspect_submission(student_dir: Path, assignment: str,
-                       releases: dict[str, nbformat.NotebookNode]) -> Intake:
+                       releases: dict[str, nbformat.NotebookNode],
+                       uploaded: dict[str, str] | None = None) -> Intake:
     """What ``student_dir`` holds for ``assignment`` (``releases``: ``{notebook name: the
     student release of it}``), with each present notebook normalized (see :func:`normalize`).
+    ``uploaded``: ``{path in the assignment folder: the name the student's file had}`` for
+    files the LMS intake renamed (:meth:`course_tools.lms.Staged.uploaded`); a problem with
+    such a file names it as uploaded.
 
     A one-notebook assignment whose folder holds exactly one notebook under another name (a
     browser's ``lesson1 (1).ipynb``, ``Copy of lesson1.ipynb``, Jupyter's
@@ -121,19 +125,20 @@ def inspect_submission(student_dir: Path, assignment: str,
     intake = Intake(USABLE, notes=[renamed] if renamed else [])
     for name in present:
         path = paths[name]
+        sent = (uploaded or {}).get(path.relative_to(folder).as_posix(), path.name)
         if path.is_symlink():
-            return Intake(INVALID_NOTEBOOK, f"{path.name} is a symbolic link, not a file: "
+            return Intake(INVALID_NOTEBOOK, f"{sent} is a symbolic link, not a file: "
                                             "submit the notebook itself")
         size = path.stat().st_size
         if size > MAX_NOTEBOOK_BYTES:
-            return Intake(INVALID_NOTEBOOK, f"{path.name} is {size / 2**20:.0f} MiB (more than "
+            return Intake(INVALID_NOTEBOOK, f"{sent} is {size / 2**20:.0f} MiB (more than "
                                             f"{MAX_NOTEBOOK_BYTES // 2**20} MiB): clear its "
                                             "outputs and submit it again")
         raw = path.read_bytes()
         try:
             json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
-            return Intake(INVALID_JSON, f"{path.name} is not valid JSON ({exc}); the file may be "
+            return Intake(INVALID_JSON, f"{sent} is not valid JSON ({exc}); the file may be "
                                         "damaged or cut short")
         stem = name[:-len(".ipynb")]
         try:
@@ -153,7 +158,7 @@ def inspect_submission(student_dir: Path, assignment: str,
             nbformat.validate(nb)
         except Exception as exc:  # nbformat raises several kinds
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return Intake(INVALID_NOTEBOOK, f"{path.name} is JSON but not a notebook ({first[:200]})")
+            return Intake(INVALID_NOTEBOOK, f"{sent} is JSON but not a notebook ({first[:200]})")
         intake.notebooks[stem] = nb
         intake.notes += [f"{stem}: {n}" if len(expected) > 1 else n for n in notes]
         intake.changed += [f"{stem}/{g}" if len(expected) > 1 else g

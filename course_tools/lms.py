@@ -91,6 +91,14 @@ class Submission:
     lms_id: str = ""
     staged_names: dict[str, str] = field(default_factory=dict, repr=False)
     """``{path in the download: name under <student>/<assignment>/}`` (default: its name)."""
+    roster_only: bool = False
+    """On the roster, with nothing in the download."""
+
+    def uploaded(self) -> dict[str, str]:
+        """``{path under <student>/<assignment>/: the file's name in the download}`` for the
+        files staged under another name (``lesson1.ipynb`` from Canvas's
+        ``smithjo_12345_67890_lesson1-1.ipynb``), so that a problem names the file sent."""
+        return {rel: Path(p).name for p, rel in self.staged_names.items() if rel != Path(p).name}
 
 
 @dataclass
@@ -537,10 +545,12 @@ def stage(submissions: Path, work: Path, known: list[str], *, layout: str | None
                 sub.late = e.late
         for e in enrolled:
             if e.lms_id not in have:
+                # Canvas flags each file late or not; nothing sent is not late (Canvas's own
+                # word for it is "missing", a status of its own beside "late")
+                late = e.late if e.late is not None else (False if found == "canvas" else None)
                 for a in names:
-                    subs.append(Submission(e.lms_id, a, name=e.name, late=None,
-                                           lms_id=e.lms_id,
-                                           notes=["on the roster; nothing submitted"]))
+                    subs.append(Submission(e.lms_id, a, name=e.name, late=late,
+                                           lms_id=e.lms_id, roster_only=True))
                 (staged / e.lms_id).mkdir(exist_ok=True)
     return Staged(staged, found, names, subs, notes)
 

@@ -3,9 +3,14 @@
 * :class:`GuardedExecute` replaces nbgrader's ``Execute``: same kernel handling and per-cell
   timeout (``Execute.timeout``, interrupt on timeout), plus
 
-  - a cell that outlives its timeout and ignores the interrupt, and a kernel that dies, no
-    longer abort the notebook: the kernel is stopped and the cells after it are marked
-    "not run" (cells before keep their results);
+  - a cell that outlives its timeout and ignores the interrupt no longer aborts the
+    notebook: the kernel is stopped and the cells after it are marked "not run" (cells
+    before keep their results);
+  - a kernel that dies (``os._exit``, a crash, killed for memory) costs only its cell and
+    what uses it: a new kernel re-runs the code cells that ran to the end before it (test
+    cells aside, their outputs dropped) and runs the cells after it, up to
+    ``kernel_restarts`` times a notebook; then, or if the new kernel dies while re-running,
+    the cells after it are marked "not run";
   - outputs are capped while they arrive (``max_cell_output`` characters per cell,
     ``max_notebook_output`` per notebook), so printing gigabytes fills neither memory, the
     disk, nor the gradebook; errors are always kept (their traceback shortened);
@@ -28,6 +33,7 @@
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import signal
@@ -82,6 +88,9 @@ class GuardedExecute(Execute):
                             ).tag(config=True)
     kernel_start_attempts = Integer(3, help="Kernel starts to try before giving up"
                                     ).tag(config=True)
+    kernel_restarts = Integer(3, help="Times a kernel that died is replaced by a new one "
+                              "(the cells that ran before re-run in it) before the rest of "
+                              "the notebook is not run").tag(config=True)
 
     # --- bookkeeping ---------------------------------------------------------------------
     def _note(self, event: dict) -> None:
@@ -114,6 +123,19 @@ class GuardedExecute(Execute):
         self._stopped = ""
         self._notebook_chars = 0
         self._notebook_id = (resources or {}).get("nbgrader", {}).get("notebook", "")
+        self._ran: list[int] = []  # code cells that ran to the end (a restart re-runs them)
+        self._restarts, self._died = 0, ""
+        start = 0
+        while start is not None:  # a new kernel after each one that died
+            start = self._run_kernel(start)
+        self._note({"event": "kernel_stopped", "notebook": self._notebook_id})
+        self.set_widgets_metadata()
+        return self.nb, self.resources
+
+    def _run_kernel(self, start: int) -> int | None:
+        """Run the cells from ``start`` on in a new kernel, after re-running the cells before
+        ``start`` that ran to the end (:meth:`_replay`); returns where to go on in the next
+        kernel if this one died, else None."""
         for attempt in range(1, self.kernel_start_attempts + 1):
             self._note({"event": "kernel_starting", "notebook": self._notebook_id,
                         "attempt": attempt})
@@ -127,9 +149,12 @@ class GuardedExecute(Execute):
                     info_msg = self.wait_for_reply(self.kc.kernel_info())
                     assert info_msg
                     self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
-                    for index, cell in enumerate(self.nb.cells):
-                        self._guarded_cell(cell, index)
-                break
+                    if start:
+                        self._replay(start)
+                    for index in range(start, len(self.nb.cells)):
+                        if self._guarded_cell(self.nb.cells[index], index):
+                            return index + 1
+                return None
             except Exception as exc:
                 # a kernel that never started is the machine's fault, not the notebook's
                 if running or attempt == self.kernel_start_attempts:
@@ -137,17 +162,36 @@ class GuardedExecute(Execute):
                 self.log.warning("kernel did not start (%s); trying again", exc)
                 self._stop_kernel()
                 self.km, self.kc = None, None
-        self._note({"event": "kernel_stopped", "notebook": self._notebook_id})
-        self.set_widgets_metadata()
-        return self.nb, self.resources
+        return None
+
+    def _replay(self, start: int) -> None:
+        """In a kernel started after one died: run again the code cells before ``start`` that
+        ran to the end (test cells aside), their outputs and facts dropped, so that the later
+        cells find what those defined.  If the kernel dies or a cell hangs again, the rest of
+        the notebook is not run (``_stopped``)."""
+        self._note({"event": "replay", "notebook": self._notebook_id, "before": start})
+        chars = self._notebook_chars
+        for index in [i for i in self._ran if i < start]:
+            cell = copy.deepcopy(self.nb.cells[index])
+            cell.outputs = []
+            self._cell_chars, self._cell_records, self._cut = 0, 0, False
+            try:
+                self.execute_cell(cell, index, store_history=True)
+            except (DeadKernelError, CellTimeoutError):
+                self._stop_kernel()
+                self._stopped = (f"{self._died}, and the new kernel did not get through "
+                                 f"re-running cell {self._label(cell, index)}")
+                break
+        self._notebook_chars = chars
 
     def _label(self, cell, index: int) -> str:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         return gid or f"#{index + 1}"
 
-    def _guarded_cell(self, cell, index: int) -> None:
+    def _guarded_cell(self, cell, index: int) -> bool:
+        """Run one cell and note its facts; True if the kernel died and may be restarted."""
         if cell.cell_type != "code":
-            return
+            return False
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         base = {"event": "end", "notebook": self._notebook_id, "index": index,
                 "grade_id": gid, "role": role(cell)}
@@ -155,17 +199,23 @@ class GuardedExecute(Execute):
             cell.outputs = [_error("NotRun", f"not run: {self._stopped}")]
             self._note({**base, "status": "not_run", "errors": [], "stderr": "", "records": [],
                         "cut": False, "seconds": 0.0, "reason": self._stopped})
-            return
+            return False
         self._note({"event": "start", "notebook": self._notebook_id, "index": index,
                     "grade_id": gid})
         self._cell_chars, self._cell_records, self._cut = 0, 0, False
-        status, start = "ok", time.monotonic()
+        status, start, restart = "ok", time.monotonic(), False
         label = self._label(cell, index)
         try:
             self.execute_cell(cell, index, store_history=True)
         except DeadKernelError:
             status = "dead"
-            self._stopped = f"the kernel died in cell {label}"
+            self._died = f"the kernel died in cell {label}"
+            restart = self.owns_km and self._restarts < self.kernel_restarts
+            self._restarts += restart
+            if not restart:
+                self._stopped = self._died + (" (after the kernel had been restarted "
+                                              f"{self._restarts} times)" if self._restarts
+                                              else "")
             cell.outputs.append(_error("DeadKernelError", "the kernel died while running this "
                                        "cell (a crash, os._exit, or too much memory)"))
         except CellTimeoutError:
@@ -187,7 +237,11 @@ class GuardedExecute(Execute):
         self._note({**base, "status": status, "errors": errors,
                     "stderr": stderr[:_MAX_STDERR_FACT], "records": records_of(cell.outputs),
                     "cut": self._cut, "seconds": round(time.monotonic() - start, 3),
-                    "reason": self._stopped if status in ("dead", "unresponsive") else ""})
+                    "reason": (self._stopped or self._died) if status in ("dead", "unresponsive")
+                    else ""})
+        if status == "ok" and role(cell) != "test":
+            self._ran.append(index)
+        return restart
 
     # --- output cap ------------------------------------------------------------------------
     def output(self, outs, msg, display_id, cell_index):

@@ -21,6 +21,8 @@ only as strong as the kernel (course_tools/README.md, "Threat model").
 """
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass, field
 
 from course_lib.checks.records import same_records
@@ -36,6 +38,43 @@ _NO_MESSAGE = {
 MISMATCH = ("the checks in this test did not report the results the grader expects ({why}). "
             "If your notebook changes or replaces a check, a comparison function or the test "
             "itself, undo that and run the test again")
+
+REPLACED = ("the test cell's check {check} was replaced or called wrongly: calling it raised "
+            "{error}. If your notebook assigns to {check} (or redefines it), undo that, "
+            "restart the kernel and run the test again")
+"""A test cell's own call of its check failed (not the learner's function inside it)."""
+_BAD_CALL = re.compile(r"^(?P<fn>[\w.<>]+)\(\) (?:got an unexpected keyword argument "
+                       r"'(?P<kw>\w+)'|got multiple values for argument '(?P<kw2>\w+)'|"
+                       r"takes .* positional arguments? but .* given|missing \d+ required)")
+"""How Python says a call's arguments do not fit the function (TypeError)."""
+
+
+def check_calls(source: str) -> list[tuple[str, tuple[str, ...]]]:
+    """``[(check, keyword names)]`` of the ``check_*`` calls in a test cell's source
+    (``("lesson4.check_rotary", ("cases",))``); [] if it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [(ast.unparse(n.func), tuple(k.arg for k in n.keywords if k.arg))
+            for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and (getattr(n.func, "attr", None) or getattr(n.func, "id", "")).startswith("check_")]
+
+
+def replaced_check(e: dict, calls: list[tuple[str, tuple[str, ...]]]) -> str:
+    """The check a test cell called with arguments it does not take (a learner's lambda or
+    def in its place: ``<lambda>() got an unexpected keyword argument 'cases'``), or "".
+    Told by the TypeError's function name (a check's) or keyword (one the test cell passes
+    to a check, which no check passes on to the learner's function)."""
+    for err in e.get("errors", []):
+        m = _BAD_CALL.match((err.get("evalue") or "").strip())
+        if err.get("ename") != "TypeError" or not m:
+            continue
+        kw, fn = m["kw"] or m["kw2"], m["fn"].split(".")[-1]
+        for check, keywords in calls:
+            if fn == check.split(".")[-1] or (kw and kw in keywords):
+                return check
+    return ""
 
 
 _OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "Cannot allocate memory")
@@ -121,8 +160,8 @@ def _timeout_words(e: dict, cell_timeout: int) -> str:
 
 
 def score_cells(facts: JobFacts, tests: list[tuple[str, str, float]], reference: dict,
-                hidden: list[str], cell_timeout: int, stopped: str = ""
-                ) -> tuple[list[CellResult], dict[str, str]]:
+                hidden: list[str], cell_timeout: int, stopped: str = "",
+                calls: dict | None = None) -> tuple[list[CellResult], dict[str, str]]:
     """Score every test cell of an assignment from one job's facts.
 
     Args:
@@ -132,10 +171,13 @@ def score_cells(facts: JobFacts, tests: list[tuple[str, str, float]], reference:
         hidden: hidden-test lines (messages quoting one are withheld).
         cell_timeout: seconds per cell (for messages).
         stopped: why the job stopped early, if it did ("" otherwise).
+        calls: ``{(notebook, grade_id): check_calls(test cell source)}`` (a test cell whose
+            call of its check failed is said so, see :func:`replaced_check`).
 
     Returns ``([CellResult], {answer grade_id: problem}, [notes on other cells])``.
     """
-    cells, overruled = [], []
+    cells, overruled, replaced = [], [], []
+    dead = [e for e in facts.by_index.values() if e.get("status") == "dead"]
     for nb, gid, points in tests:
         e = facts.cells.get((nb, gid))
         score, message, note = 0.0, "", ""
@@ -150,6 +192,15 @@ def score_cells(facts: JobFacts, tests: list[tuple[str, str, float]], reference:
             message = "the kernel died while this test ran"
         elif e.get("errors"):
             message = describe_errors(e)
+            check = replaced_check(e, (calls or {}).get((nb, gid), []))
+            if check:
+                message = REPLACED.format(check=check, error=message)
+                replaced.append(f"{gid} ({check}: {describe_errors(e)})")
+            before = [d for d in dead if d.get("notebook") == nb
+                      and d.get("index", 0) < e.get("index", 0)]
+            if before and any(x.get("ename") == "NameError" for x in e.get("errors", [])):
+                message += (f"\n(the kernel died in {cell_label(before[-1])}: a new kernel ran "
+                            "this test without what that cell defines)")
         else:
             ok, why = (same_records(e.get("records", []), reference.get((nb, gid), []))
                        if reference.get((nb, gid)) else (True, ""))
@@ -166,6 +217,9 @@ def score_cells(facts: JobFacts, tests: list[tuple[str, str, float]], reference:
         cells.append(CellResult(gid, nb, score, float(points), False,
                                 redact(message, hidden), note))
     answers, notes = {}, []
+    if replaced:  # the learner's code stood in for a check: the instructor should know
+        notes.append(redact(f"the test cell's check was replaced or called wrongly in "
+                            f"{'; '.join(replaced)}", hidden))
     if overruled:  # the kernel said pass, the values said no: worth the instructor's look
         notes.append(f"{', '.join(overruled)} {OVERRULED} of the checks' results (a check, a "
                      "comparison function or a test changed?)")

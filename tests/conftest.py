@@ -7,7 +7,7 @@ Course fixtures (for tests/test_release.py and tests/test_grading.py):
   real assignment in ``solutions/``.
 * ``graded``: the case graded once through ``course_tools.grade`` (solution, blank and
   wrong-answer submissions; for a real assignment also :data:`DISARMED`; for ``mini`` also
-  one that runs past its budget, one past its memory limit and the nearly-blank ones of :data:`MINI_NEARLY_BLANK`; for
+  one that runs past its budget, one past its memory limit, one that kills its kernel and the nearly-blank ones of :data:`MINI_NEARLY_BLANK`; for
   :data:`CLASS_ASSIGNMENT` also the broken and hostile class of tests/grading_class.py);
   shared by all tests and, under pytest-xdist, by all workers (a file lock makes the first
   one build it).
@@ -319,6 +319,10 @@ def build_graded(case: Case, root: Path) -> None:
         cell = next(c for c in hog.cells if wrong_answers._meta(c).get("grade_id") == "q-square")
         cell.source = MEMORY_HOG + cell.source
         _write(hog, subs / "memory-hog" / name / f"{name}.ipynb")
+        crash = copy.deepcopy(solution)  # kills its kernel in q-double: t-square still counts
+        cell = next(c for c in crash.cells if wrong_answers._meta(c).get("grade_id") == "q-double")
+        cell.source = "import os\nos._exit(1)\n" + cell.source
+        _write(crash, subs / "kernel-killer" / name / f"{name}.ipynb")
         for student, (answers, added, _, _) in MINI_NEARLY_BLANK.items():
             nb = copy.deepcopy(release)
             for cell in nb.cells:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import nbformat
 
 import wrong_answers
+from course_tools.scoring import check_calls
 
 _meta = wrong_answers._meta
 
@@ -183,6 +184,17 @@ def build(release, source, wrongs) -> list[tuple[Kind, object]]:
                      "transformer that turns every test cell into `pass`, and check_value & "
                      "co. replaced by no-ops"),
                 _prepend(partly, first_q, HIJACK)))
+
+    # a check replaced by a lambda that takes no keyword: the hidden call (shapes=...) raises
+    # a TypeError in a cell partly-wrong loses anyway; the row must say what happened
+    wrong = partly_wrong(wrongs, release)[0]
+    check, gid = next((check, gid) for gid in wrong.loses
+                      for check, kws in check_calls(_cell(source, gid).source) if kws)
+    out.append((Kind("replaced-check", "graded", "partly", f"partly-wrong with {check} "
+                     "replaced by `lambda f: None` (its test cell calls it with a keyword)",
+                     detail=(f"the test cell's check was replaced or called wrongly in {gid} "
+                             f"({check}: TypeError: <lambda>() got an unexpected keyword",)),
+                _prepend(partly, wrong.cell, f"{check} = lambda f: None")))
 
     tampered = copy.deepcopy(partly)
     for i, gid in enumerate(tests):

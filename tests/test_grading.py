@@ -351,6 +351,21 @@ def test_a_cell_past_the_memory_limit_fails_alone(mini_graded):
     assert row["detail"] == "answer cell(s) q-square raised an error (see the feedback)", row
 
 
+def test_a_cell_that_kills_the_kernel_fails_alone(mini_graded):
+    """A cell that kills its kernel (os._exit) loses what uses it, as a timeout would: a new
+    kernel re-runs the cells before it and runs the cells after it."""
+    row = mini_graded.results["kernel-killer"]
+    assert row["status"] == "kernel_died", row["detail"]
+    assert row["detail"] == ("kernel died in q-double; a new kernel ran the cells after it "
+                             "(those before it run again first)"), row
+    assert mini_graded.cell_scores("kernel-killer") == {
+        "t-double": (0, 2), "t-square": (3, 3), "t-both": (0, 1)}
+    cells = {c["grade_id"]: c["message"] for c in row["cells"]}
+    assert cells["t-double"] == ("NameError: name 'double' is not defined\n(the kernel died in "
+                                 "q-double: a new kernel ran this test without what that cell "
+                                 "defines)"), cells
+
+
 def test_nearly_blank_submissions(mini_graded):
     """Only a notebook whose answer cells are as released *and* that earns nothing is blank:
     an answer written in a cell of its own that passes a test, or one answer cell changed

@@ -148,7 +148,10 @@ def test_roster_gives_every_enrolled_student_a_row(tmp_path):
     subs = {s.student: s for s in st.submissions}
     assert sorted(subs) == ["12345", "12346", "12347"]
     assert subs["12345"].name == "Lovelace, Ada"  # the roster's name over the login
-    assert subs["12347"].notes == ["on the roster; nothing submitted"]
+    # nothing sent: marked so (the grade command says "no submission"); not late, as Canvas
+    # flags each file it holds late or not
+    assert subs["12347"].roster_only and not subs["12345"].roster_only
+    assert (subs["12347"].late, subs["12345"].late) == (False, False)
     assert (st.root / "12347").is_dir() and not any((st.root / "12347").iterdir())
     # the intake line counts who sent something apart from who is only on the roster
     assert st.summary() == ("submissions: canvas layout, 3 student(s) (1 submitted, 2 on the "

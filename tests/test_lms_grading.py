@@ -47,10 +47,13 @@ def canvas_run(tmp_path_factory, mini_course):
         zf.writestr(base + "turingalan_late_12346_9003_mini-1.ipynb", _nb(g, "wrong-1"))
         # saved by the browser as "mini (1).ipynb"
         zf.writestr(base + "hoppergrace_12347_9004_mini (1).ipynb", _nb(g, "wrong-2"))
+        # uploaded again, cut short: not JSON (staged as mini.ipynb; the row names the upload)
+        zf.writestr(base + "smithjo_12349_9005_mini-1.ipynb", _nb(g, "solution")[:300])
     export = root / "export.csv"
     export.write_text(CANVAS_EXPORT.replace("lesson1 (1002)", "mini (1002)").replace(
         '"Hopper, Grace",12347,S3,grace,Sec B,,,0,0\n',
-        '"Hopper, Grace",12347,S3,grace,Sec B,,,0,0\n"Knuth, Don",12348,S4,don,Sec B,,,0,0\n'))
+        '"Hopper, Grace",12347,S3,grace,Sec B,,,0,0\n"Knuth, Don",12348,S4,don,Sec B,,,0,0\n'
+        '"Smith, Jo",12349,S5,jo,Sec B,,,0,0\n'))
     lines: list[str] = []
     grade(z, root / "out", None, g.case.course, echo=lambda *a: lines.append(" ".join(map(str, a))),
           roster=export, canvas_gradebook=export, **SETTINGS)
@@ -61,7 +64,7 @@ def canvas_run(tmp_path_factory, mini_course):
 def test_a_canvas_zip_grades_as_the_nbgrader_layout(canvas_run):
     g, out, report, same = canvas_run
     rows = {r["student"]: r for r in _csv(out / "grades.csv")}
-    assert sorted(rows) == ["12345", "12346", "12347", "12348"]
+    assert sorted(rows) == ["12345", "12346", "12347", "12348", "12349"]
     for lms_id, student in same.items():
         want, ref = _cells(g.out, student)
         got, row = _cells(out, lms_id)
@@ -72,8 +75,14 @@ def test_a_canvas_zip_grades_as_the_nbgrader_layout(canvas_run):
     assert "graded mini (1).ipynb" in rows["12347"]["detail"]
     assert rows["12345"]["name"] == "Lovelace, Ada"  # the roster's name
     assert rows["12348"]["status"] == "missing" and rows["12348"]["score"] == "0"
-    assert "on the roster; nothing submitted" in rows["12348"]["detail"]
-    assert ("submissions: canvas layout, 4 student(s) (3 submitted, 1 on the roster only), "
+    # on the roster only: said in the instructor's words, and not late (nothing was sent)
+    assert rows["12348"]["detail"] == "no submission (on the roster, nothing in the download)"
+    assert rows["12348"]["late"] == "no"
+    # a problem with a file names the file the student sent, not the name it was graded as
+    assert rows["12349"]["status"] == "invalid_json", rows["12349"]
+    assert "smithjo_12349_9005_mini-1.ipynb is not valid JSON" in rows["12349"]["detail"]
+    assert "mini.ipynb is not" not in rows["12349"]["detail"]
+    assert ("submissions: canvas layout, 5 student(s) (4 submitted, 1 on the roster only), "
             "mini, 1 late") in report
     assert (out / "feedback" / "12347" / "mini.html").is_file()
 

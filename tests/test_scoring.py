@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from course_tools.scoring import JobFacts, ReferenceError_, reference_records, score_cells
+from course_tools.scoring import (JobFacts, ReferenceError_, check_calls, reference_records,
+                                   score_cells)
 
 TESTS = [("nb", "t-a", 2.0), ("nb", "t-b", 3.0), ("nb", "t-c", 1.0)]
 REC = {"check": "value", "what": "f(1)", "got": 10, "rel": 0.0, "integer": True}
@@ -40,3 +41,28 @@ def test_a_cell_scores_only_if_it_ran_cleanly_and_its_records_match():
 def test_a_model_answer_that_fails_stops_the_grading():
     with pytest.raises(ReferenceError_, match="t-b"):
         reference_records(_facts(("t-a", {}), ("t-b", {"status": "timeout"}), ("t-c", {})), TESTS)
+
+
+def test_a_check_replaced_or_called_wrongly_is_said_so():
+    """A test cell whose own call of its check fails (a learner's lambda in the check's place
+    takes no ``cases``) says so in its message and the row's notes; the learner's function
+    raising a TypeError inside the check is reported as it is."""
+    calls = {("nb", "t-a"): check_calls("lesson4.check_rotary(rotary)\n"
+                                        "lesson4.check_rotary(rotary, cases=[dict(seed=3)])"),
+             ("nb", "t-b"): check_calls("lesson4.check_flash(a, b)")}
+    bad_call = "<lambda>() got an unexpected keyword argument 'cases'"
+    own = "rotary() takes 1 positional argument but 2 were given"
+    facts = _facts(("t-a", {"errors": [{"ename": "TypeError", "evalue": bad_call}]}),
+                   ("t-b", {"errors": [{"ename": "TypeError", "evalue": "check_flash() takes "
+                                        "1 positional argument but 2 were given"}]}),
+                   ("t-c", {"errors": [{"ename": "TypeError", "evalue": own}]}))
+    cells, _, notes = score_cells(facts, TESTS, {}, [], 10, calls=calls)
+    assert [c.score for c in cells] == [0.0, 0.0, 0.0]
+    assert cells[0].message.startswith(
+        "the test cell's check lesson4.check_rotary was replaced or called wrongly: calling it "
+        f"raised TypeError: {bad_call}. If your notebook assigns to lesson4.check_rotary"), cells[0]
+    assert "lesson4.check_flash was replaced" in cells[1].message
+    assert cells[2].message == f"TypeError: {own}"
+    assert notes == [f"the test cell's check was replaced or called wrongly in t-a "
+                     f"(lesson4.check_rotary: TypeError: {bad_call}); t-b (lesson4.check_flash: "
+                     "TypeError: check_flash() takes 1 positional argument but 2 were given)"]
