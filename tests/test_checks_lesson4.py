@@ -391,6 +391,45 @@ def _tiled(q_scale=1.0, diagonal=0, causal_override=None):
     return fn
 
 
+def _tiled_short(drop: str, inside_mask: bool = True):
+    """tiled_right with the last short tile of the keys, the queries or both left out
+    (``range(0, n // block * block, block)``), the rows it leaves unwritten zero; or
+    (``inside_mask=False``) the key tiles after the query tile skipped but no mask inside."""
+    def fn(q, k, v, causal=False, block=32):
+        n, d = q.shape[-2], q.shape[-1]
+        out = torch.zeros(q.shape)
+        ends = {w: n // block * block if w in drop else n for w in ("keys", "queries")}
+        for q0 in range(0, ends["queries"], block):
+            qt = q[..., q0:q0 + block, :]
+            m, l, acc = torch.full(qt.shape[:-1], -math.inf), torch.zeros(qt.shape[:-1]), torch.zeros(qt.shape)
+            for k0 in range(0, min(ends["keys"], q0 + block) if causal else ends["keys"], block):
+                s = qt @ k[..., k0:k0 + block, :].transpose(-1, -2) / math.sqrt(d)
+                if causal and inside_mask:
+                    qi, kj = torch.arange(q0, q0 + qt.shape[-2])[:, None], torch.arange(k0, k0 + s.shape[-1])[None, :]
+                    s = s.masked_fill(kj > qi, -math.inf)
+                m, l, acc = update_right(m, l, acc, s, v[..., k0:k0 + block, :])
+            out[..., q0:q0 + block, :] = acc / l[..., None]
+        return out
+    return fn
+
+
+@pytest.mark.parametrize("fn, cases, phrase", [
+    (_tiled_short("keys"), L4.TILED_CASES[:1], "the keys of the last tile are left out"),
+    (_tiled_short("keys"), L4.TILED_CASES[1:2], "the keys of the last tile are left out"),
+    (_tiled_short("queries"), L4.TILED_CASES[:1], "the outputs of the last query tile are wrong"),
+    (_tiled_short("queries"), L4.TILED_CASES[1:2], "the outputs of the last query tile are wrong"),
+    (_tiled_short("keys queries"), L4.TILED_CASES[:1], "the last tile is left out, of the keys and of the queries"),
+    (_tiled_short("", inside_mask=False), L4.TILED_CASES[1:2], "the causal mask is missing inside the tiles"),
+    (_tiled_short("keys"), TILED_HIDDEN[1:2], "the keys of the last tile are left out"),
+])
+def test_tiled_short_tile_and_tile_mask_are_named(fn, cases, phrase):
+    """The visible test's inputs have n = 40 with block = 16 (a last tile of 8), one of them causal."""
+    assert all(c["shape"][-2] % c["block"] for c in L4.TILED_CASES[:2]) and L4.TILED_CASES[1]["causal"]
+    msg = fails(L4.check_tiled_attention, fn, cases)
+    assert phrase in msg, msg
+    assert "a hidden test's input" in msg or cases[0] in L4.TILED_CASES
+
+
 @pytest.mark.parametrize("fn, phrase", [
     (_tiled(q_scale=math.sqrt(8)), "scale is missing"),
     (_tiled(q_scale=1 / math.sqrt(8)), "1/d_head"),

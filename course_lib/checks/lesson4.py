@@ -473,6 +473,13 @@ def _masked(q, k, v, diagonal: int):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
 
 
+def _seen(q, k, v, sees: Callable):
+    """Attention where query i sees key j if ``sees(i, j)`` (i a column of positions, j a row)."""
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    allowed = torch.as_tensor(sees(torch.arange(n_q)[:, None], torch.arange(n_k)[None, :]))
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed.expand(n_q, n_k))
+
+
 def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: int = 512) -> None:
     """Check ``fn(q, k, v, causal, block) -> (..., n, d_head)`` against torch's
     scaled_dot_product_attention, and that it never holds a tensor a quarter of the score matrix's
@@ -488,14 +495,27 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         got = _tensor(_built_by_hand(fn, q.clone(), k.clone(), v.clone(), causal=causal, block=block, what=what,
                                      fused_ok=False), expected, what, HIDDEN not in what)
+        full = n // block * block  # the rows and keys of the whole tiles; a last one of n % block follows
+        short_keys = _seen(q, k, v, lambda i, j: (j < full) & (j <= i if causal else True)) if n % block and full \
+            else None
+        if short_keys is not None and not close(got, expected, rtol=1e-4, atol=1e-4):  # before NaN: rows never written
+            first = got[..., :full, :]
+            if close(first, expected[..., :full, :], rtol=1e-4, atol=1e-4) and not close(got, short_keys, rtol=1e-4,
+                                                                                         atol=1e-4):
+                raise CheckFailed(f"{what} is not right: {words['short_queries']}.")
+            if close(first, short_keys[..., :full, :], rtol=1e-4, atol=1e-4) and not close(got, short_keys, rtol=1e-4,
+                                                                                           atol=1e-4):
+                raise CheckFailed(f"{what} is not right: {words['short_both']}.")
         if torch.isnan(got).any():  # the reference has none
             raise CheckFailed(f"{what}: {words['nan']}" + ("" if causal else f" {words['not_causal']}"))
 
         def mistakes():
             return _named("tiled", no_scale=F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=1.0),
-                          scale_d=F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=1.0 / d), **(dict(
+                          scale_d=F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=1.0 / d),
+                          short_keys=short_keys, **(dict(
                               no_mask=F.scaled_dot_product_attention(q, k, v), next_key=_masked(q, k, v, 1),
-                              own_key=_masked(q, k, v, -1)) if causal else dict(
+                              own_key=_masked(q, k, v, -1), tile_mask=_seen(q, k, v, lambda i, j: j < (
+                                  i // block + 1) * block)) if causal else dict(
                               unasked_mask=F.scaled_dot_product_attention(q, k, v, is_causal=True)))) | _fixed_scale(
                 "tiled", d, lambda c: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=c ** -0.5))
         if not _compare(got, expected, what, 1e-4, mistakes):
