@@ -521,6 +521,39 @@ def test_recap_mistakes_are_named(fn, phrase):
     shows_none_of(msg, *longest_right(768, 12, 12, 1024).values())
 
 
+def _block_macs_by_counter(n_tokens, d_model):
+    m = course_lib.forward_macs(course_lib.gpt2_shape(d_model=d_model, n_layers=1, n_heads=1, d_vocab=1, n_ctx=1),
+                                n_tokens, causal=False)
+    return {"attention_scores": m.attention_scores, "weights": m.weights}
+
+
+def _recap_on(block_macs, score_bytes=score_bytes_right):
+    def longest_input(d_model, n_layers, n_heads, n_tokens):
+        macs = block_macs(n_tokens, d_model)
+        per_block = macs["attention_scores"] + macs["weights"]
+        return {"block_flops": 2 * n_layers * per_block, "attention_share": macs["attention_scores"] / per_block,
+                "score_bytes_per_layer": score_bytes(n_tokens, n_heads, 2)}
+    return longest_input
+
+
+@pytest.mark.parametrize("block_macs, score_bytes, blamed", [
+    (_block_macs_by_counter, score_bytes_right, "block_macs"),        # a shortcut: its own test refuses it
+    (lambda n, d: {"attention_scores": 4 * n * n * d, "weights": 24 * n * d * d}, score_bytes_right, "block_macs"),
+    (block_macs_right, lambda n, h, b: 16 * n * n * h, "score_matrix_bytes"),
+])
+def test_recap_blames_the_earlier_answer_it_uses(block_macs, score_bytes, blamed):
+    """longest_input built on a wrong (or shortcut) block_macs or score_matrix_bytes: the message
+    names that answer, not this step; without them the check speaks for itself."""
+    fn = _recap_on(block_macs, score_bytes)
+    msg = fails(L4.check_longest_input, fn, block_macs=block_macs, score_matrix_bytes=score_bytes)
+    assert msg == f"your {blamed} is not right on this input: make its test pass first", msg
+    assert "make its test pass first" not in fails(L4.check_longest_input, fn)
+    L4.check_longest_input(longest_right, block_macs=lambda n, d: 0, score_matrix_bytes=lambda n, h, b: 0)
+    msg = fails(L4.check_longest_input, _recap(attention_share=lambda att, w, **_: att / w),
+                block_macs=block_macs_right, score_matrix_bytes=score_bytes_right)
+    assert "a ratio" in msg
+
+
 def test_recap_wants_the_keys():
     assert "'score_bytes_per_layer'" in fails(L4.check_longest_input, lambda *a: {"block_flops": 1})
 
