@@ -469,6 +469,24 @@ def test_flash_mistakes_are_named(kib, shrink, phrase):
     assert phrase in fails(L4.check_flash, kib, shrink)
 
 
+@pytest.mark.parametrize("args, phrases", [
+    ((256, 1024), ("flash_tile_kib is not right: that is bits", "Also, flash_shrink is not right: that is n / tile side")),
+    ((32, 1024), ("flash_shrink is not right: that is n / tile side",)),
+])
+def test_flash_names_every_wrong_part(args, phrases):
+    msg = fails(L4.check_flash, *args)
+    assert all(p in msg for p in phrases) and msg.count("is not right") == len(phrases), msg
+
+
+def test_score_bytes_and_score_tib_are_named_together():
+    """The visible test checks the function and score_tib in one call: both wrong, both named."""
+    msg = fails(L4.check_score_bytes, lambda n, h, b: n * n * h * 16, score_tib=2**40 / 1e12)
+    assert "score_matrix_bytes(n_tokens=1024" in msg and "that is bits, not bytes" in msg, msg
+    assert "Also, score_tib is not right" in msg and "in TB" in msg, msg
+    assert fails(L4.check_score_bytes, score_bytes_right, score_tib=8.0).startswith("score_tib is not right: that is bits")
+    assert "Also" not in fails(L4.check_score_bytes, lambda n, h, b: n * n * h * 16, score_tib=1.0)
+
+
 # --- test yourself and recap -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("answer, phrase", [

@@ -23,7 +23,7 @@ from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check
                is_shown, on_hidden, own_work, watch_calls)
 from .exercise import Question, merged, requires
 from .hints import load as _load_hints, words
-from .lesson4 import RANDOM_CASES, check_score_bytes
+from .lesson4 import _UNSET, RANDOM_CASES, check_score_bytes
 from .sealed import load as _load_sealed
 
 SEALED, HINTS = _load_sealed("capstone"), _load_hints("capstone")
@@ -470,11 +470,13 @@ FLASH_CASES = (FLASH_CASE, RANDOM_CASES["score_bytes"])
 """The visible test's inputs: the module text's score matrix and lesson 4's run-time one."""
 
 
-def check_score_matrix(fn, cases: Sequence[Mapping] = FLASH_CASES) -> None:
+def check_score_matrix(fn, cases: Sequence[Mapping] = FLASH_CASES, flash_tib=_UNSET) -> None:
     """``fn(n_tokens, n_heads, bytes_per_number)``: bytes of one layer's full score matrices,
     n_tokens² per head, exact: lesson 4's exercise, checked as there
-    (:func:`~course_lib.checks.lesson4.check_score_bytes`)."""
-    check_score_bytes(fn, cases, visible=FLASH_CASES)
+    (:func:`~course_lib.checks.lesson4.check_score_bytes`); given ``flash_tib``, it is checked
+    too (:data:`check_flash_tib`), a failure of both named in one message."""
+    check_score_bytes(fn, cases, visible=FLASH_CASES,
+                      then=None if flash_tib is _UNSET else lambda: check_flash_tib(flash_tib))
 
 
 def check_recap(answer) -> None:

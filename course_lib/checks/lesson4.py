@@ -25,7 +25,7 @@ from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
 from . import (CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, own_work,
                watch_calls)
-from .exercise import HIDDEN, RANDOM_TAG, Question, close, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
+from .exercise import HIDDEN, RANDOM_TAG, Question, close, every, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -391,19 +391,30 @@ def _score_byte_mistakes(n: int, h: int, b: float) -> dict:
                   bytes_fixed=n * n * h * BYTES_16BIT)
 
 
+_UNSET = object()
+
+
 def check_score_bytes(fn, cases: Sequence[Mapping] = SCORE_BYTES_CASES,
-                      visible: Sequence[Mapping] = SCORE_BYTES_CASES) -> None:
+                      visible: Sequence[Mapping] = SCORE_BYTES_CASES, score_tib=_UNSET, *,
+                      then: Callable[[], None] | None = None) -> None:
     """Check ``fn(n_tokens, n_heads, bytes_per_number) -> bytes`` of one layer's full score
     matrices, n_tokens² per head (exact), on ``cases``; ``visible``: the ones a message may name,
-    the last of them made at run time.  The capstone checks its copy of the exercise here too."""
-    _counts(fn, cases, visible, "score_matrix_bytes", ("n_tokens", "n_heads", "bytes_per_number"),
-            lambda n, h, b: {None: (score_bytes_expected(n, h, b), 1e-9, _score_byte_mistakes(n, h, b))})
+    the last of them made at run time.  Given ``score_tib`` (the fixed answer built on it,
+    :data:`check_score_tib`) or ``then`` (another such check: the capstone's), that is checked
+    too, and a failure of both is named in one message (:func:`~.exercise.every`).  The
+    capstone checks its copy of the exercise here too."""
+    if score_tib is not _UNSET:
+        then = lambda: check_score_tib(score_tib)  # noqa: E731
+    every(lambda: _counts(fn, cases, visible, "score_matrix_bytes", ("n_tokens", "n_heads", "bytes_per_number"),
+                          lambda n, h, b: {None: (score_bytes_expected(n, h, b), 1e-9, _score_byte_mistakes(n, h, b))}),
+          *([then] if then else []))
 
 
 SCORE_TIB, FLASH_TILE_KIB, FLASH_SHRINK, TYS_CROSSOVER = (SEALED[f"lesson4/{k}"] for k in (
     "score_tib", "flash_tile_kib", "flash_shrink", "tys_crossover"))
 check_score_tib = Question((SCORE_TIB,), builds_on=("score_matrix_bytes",))
-"""TiB of one layer's score matrices at LONG_CONTEXT tokens, LONG_HEADS heads, 16-bit (sealed)."""
+"""TiB of one layer's score matrices at LONG_CONTEXT tokens, LONG_HEADS heads, 16-bit (sealed);
+the visible test checks it with ``check_score_bytes(fn, score_tib=...)``."""
 
 
 # --- 5. tiled attention ----------------------------------------------------------------------
@@ -532,7 +543,7 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
                      "of the score matrix's numbers", choices=(True, False))  # not the bytes: they vary
 
 
-check_flash = Question((FLASH_TILE_KIB, FLASH_SHRINK))
+check_flash = Question((FLASH_TILE_KIB, FLASH_SHRINK), all_parts=True)
 """KiB of one FLASH_TILE × FLASH_TILE tile of 16-bit scores, and how many times smaller it is than
 one head's full score matrix at LONG_CONTEXT tokens (both sealed)."""
 
