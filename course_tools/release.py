@@ -112,7 +112,8 @@ def exercise_table(nb: nbformat.NotebookNode) -> dict:
             for node in (ast.walk(tree) if tree else ()):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                         and node.func.attr.startswith("check_"):
-                    names = [a.id for a in node.args if isinstance(a, ast.Name) and a.id in defined]
+                    names = [a.id for a in (*node.args, *(k.value for k in node.keywords))
+                             if isinstance(a, ast.Name) and a.id in defined]
                     for n in names:
                         if defined[n]:
                             answers[n] = defined[n]

@@ -373,6 +373,22 @@ def _size_card_edited(old, new):
     return ns["size_card"]
 
 
+def test_a_none_from_a_null_key_is_named():
+    """config.get(key, default) gives None for a key set to null: the TypeError it leads to is
+    named on the visible test's card, and on a hidden one without its values."""
+    reads_null_as_default = _size_card_edited('n_kv = config.get("num_key_value_heads", absent_kv.get(family)) or H',
+                                              'n_kv = config.get("num_key_value_heads", absent_kv.get(family, H))')
+    msg = fails(C.check_size_card, reads_null_as_default)
+    assert msg.startswith("size_card(<Mistral-7B-v0.1 with num_key_value_heads null>") and \
+        "this card sets num_key_value_heads to null, None once read" in msg, msg
+    toy = {"model_type": "qwen2", "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": None, "intermediate_size": 96, "vocab_size": 350, "max_position_embeddings": 512}
+    scenario = [dict(context=64, gpu_memory_bytes=2**22, dtype="bf16")]
+    msg = fails(C.check_size_card, reads_null_as_default, cards={"toy": toy}, scenarios=scenario)
+    assert msg.startswith("size_card on a hidden test's input") and "num_key_value_heads to null" in msg, msg
+    assert "48" not in msg and "350" not in msg
+
+
 NO_GQA = ('n_kv = config.get("num_key_value_heads", absent_kv.get(family)) or H',
           'n_kv = H if family == "llama" else config.get("num_key_value_heads", absent_kv.get(family)) or H')
 """A size_card that reads every Llama card as Llama 2 7B (a key/value head per query head):

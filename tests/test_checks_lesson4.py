@@ -391,6 +391,45 @@ def _tiled(q_scale=1.0, diagonal=0, causal_override=None):
     return fn
 
 
+def _tiled_short(drop: str, inside_mask: bool = True):
+    """tiled_right with the last short tile of the keys, the queries or both left out
+    (``range(0, n // block * block, block)``), the rows it leaves unwritten zero; or
+    (``inside_mask=False``) the key tiles after the query tile skipped but no mask inside."""
+    def fn(q, k, v, causal=False, block=32):
+        n, d = q.shape[-2], q.shape[-1]
+        out = torch.zeros(q.shape)
+        ends = {w: n // block * block if w in drop else n for w in ("keys", "queries")}
+        for q0 in range(0, ends["queries"], block):
+            qt = q[..., q0:q0 + block, :]
+            m, l, acc = torch.full(qt.shape[:-1], -math.inf), torch.zeros(qt.shape[:-1]), torch.zeros(qt.shape)
+            for k0 in range(0, min(ends["keys"], q0 + block) if causal else ends["keys"], block):
+                s = qt @ k[..., k0:k0 + block, :].transpose(-1, -2) / math.sqrt(d)
+                if causal and inside_mask:
+                    qi, kj = torch.arange(q0, q0 + qt.shape[-2])[:, None], torch.arange(k0, k0 + s.shape[-1])[None, :]
+                    s = s.masked_fill(kj > qi, -math.inf)
+                m, l, acc = update_right(m, l, acc, s, v[..., k0:k0 + block, :])
+            out[..., q0:q0 + block, :] = acc / l[..., None]
+        return out
+    return fn
+
+
+@pytest.mark.parametrize("fn, cases, phrase", [
+    (_tiled_short("keys"), L4.TILED_CASES[:1], "the keys of the last tile are left out"),
+    (_tiled_short("keys"), L4.TILED_CASES[1:2], "the keys of the last tile are left out"),
+    (_tiled_short("queries"), L4.TILED_CASES[:1], "the outputs of the last query tile are wrong"),
+    (_tiled_short("queries"), L4.TILED_CASES[1:2], "the outputs of the last query tile are wrong"),
+    (_tiled_short("keys queries"), L4.TILED_CASES[:1], "the last tile is left out, of the keys and of the queries"),
+    (_tiled_short("", inside_mask=False), L4.TILED_CASES[1:2], "the causal mask is missing inside the tiles"),
+    (_tiled_short("keys"), TILED_HIDDEN[1:2], "the keys of the last tile are left out"),
+])
+def test_tiled_short_tile_and_tile_mask_are_named(fn, cases, phrase):
+    """The visible test's inputs have n = 40 with block = 16 (a last tile of 8), one of them causal."""
+    assert all(c["shape"][-2] % c["block"] for c in L4.TILED_CASES[:2]) and L4.TILED_CASES[1]["causal"]
+    msg = fails(L4.check_tiled_attention, fn, cases)
+    assert phrase in msg, msg
+    assert "a hidden test's input" in msg or cases[0] in L4.TILED_CASES
+
+
 @pytest.mark.parametrize("fn, phrase", [
     (_tiled(q_scale=math.sqrt(8)), "scale is missing"),
     (_tiled(q_scale=1 / math.sqrt(8)), "1/d_head"),
@@ -428,6 +467,24 @@ def test_tiled_with_a_wrong_update_points_back():
 ])
 def test_flash_mistakes_are_named(kib, shrink, phrase):
     assert phrase in fails(L4.check_flash, kib, shrink)
+
+
+@pytest.mark.parametrize("args, phrases", [
+    ((256, 1024), ("flash_tile_kib is not right: that is bits", "Also, flash_shrink is not right: that is n / tile side")),
+    ((32, 1024), ("flash_shrink is not right: that is n / tile side",)),
+])
+def test_flash_names_every_wrong_part(args, phrases):
+    msg = fails(L4.check_flash, *args)
+    assert all(p in msg for p in phrases) and msg.count("is not right") == len(phrases), msg
+
+
+def test_score_bytes_and_score_tib_are_named_together():
+    """The visible test checks the function and score_tib in one call: both wrong, both named."""
+    msg = fails(L4.check_score_bytes, lambda n, h, b: n * n * h * 16, score_tib=2**40 / 1e12)
+    assert "score_matrix_bytes(n_tokens=1024" in msg and "that is bits, not bytes" in msg, msg
+    assert "Also, score_tib is not right" in msg and "in TB" in msg, msg
+    assert fails(L4.check_score_bytes, score_bytes_right, score_tib=8.0).startswith("score_tib is not right: that is bits")
+    assert "Also" not in fails(L4.check_score_bytes, lambda n, h, b: n * n * h * 16, score_tib=1.0)
 
 
 # --- test yourself and recap -------------------------------------------------------------------------
@@ -480,6 +537,39 @@ def test_recap_mistakes_are_named(fn, phrase):
     msg = fails(L4.check_longest_input, fn)
     assert phrase in msg
     shows_none_of(msg, *longest_right(768, 12, 12, 1024).values())
+
+
+def _block_macs_by_counter(n_tokens, d_model):
+    m = course_lib.forward_macs(course_lib.gpt2_shape(d_model=d_model, n_layers=1, n_heads=1, d_vocab=1, n_ctx=1),
+                                n_tokens, causal=False)
+    return {"attention_scores": m.attention_scores, "weights": m.weights}
+
+
+def _recap_on(block_macs, score_bytes=score_bytes_right):
+    def longest_input(d_model, n_layers, n_heads, n_tokens):
+        macs = block_macs(n_tokens, d_model)
+        per_block = macs["attention_scores"] + macs["weights"]
+        return {"block_flops": 2 * n_layers * per_block, "attention_share": macs["attention_scores"] / per_block,
+                "score_bytes_per_layer": score_bytes(n_tokens, n_heads, 2)}
+    return longest_input
+
+
+@pytest.mark.parametrize("block_macs, score_bytes, blamed", [
+    (_block_macs_by_counter, score_bytes_right, "block_macs"),        # a shortcut: its own test refuses it
+    (lambda n, d: {"attention_scores": 4 * n * n * d, "weights": 24 * n * d * d}, score_bytes_right, "block_macs"),
+    (block_macs_right, lambda n, h, b: 16 * n * n * h, "score_matrix_bytes"),
+])
+def test_recap_blames_the_earlier_answer_it_uses(block_macs, score_bytes, blamed):
+    """longest_input built on a wrong (or shortcut) block_macs or score_matrix_bytes: the message
+    names that answer, not this step; without them the check speaks for itself."""
+    fn = _recap_on(block_macs, score_bytes)
+    msg = fails(L4.check_longest_input, fn, block_macs=block_macs, score_matrix_bytes=score_bytes)
+    assert msg == f"your {blamed} is not right on this input: make its test pass first", msg
+    assert "make its test pass first" not in fails(L4.check_longest_input, fn)
+    L4.check_longest_input(longest_right, block_macs=lambda n, d: 0, score_matrix_bytes=lambda n, h, b: 0)
+    msg = fails(L4.check_longest_input, _recap(attention_share=lambda att, w, **_: att / w),
+                block_macs=block_macs_right, score_matrix_bytes=score_bytes_right)
+    assert "a ratio" in msg
 
 
 def test_recap_wants_the_keys():

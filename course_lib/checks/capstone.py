@@ -20,10 +20,10 @@ from ..memory import kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, requ
 from ..params import count_params, mlp_params
 from ..units import GB, GiB, dtype_bytes
 from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_sealed, check_value,
-               is_shown, on_hidden, own_work, watch_calls)
-from .exercise import Question, merged, requires
+               is_shown, on_hidden, own_work, watch_calls, withheld)
+from .exercise import HIDDEN, Question, merged, requires
 from .hints import load as _load_hints, words
-from .lesson4 import RANDOM_CASES, check_score_bytes
+from .lesson4 import _UNSET, RANDOM_CASES, check_score_bytes
 from .sealed import load as _load_sealed
 
 SEALED, HINTS = _load_sealed("capstone"), _load_hints("capstone")
@@ -61,6 +61,10 @@ VARIANTS = {f"{n} without {k}": {key: v for key, v in card_config(n).items() if 
     "Mistral-7B-v0.1 with num_key_value_heads null": {**card_config("Mistral-7B-v0.1"), "num_key_value_heads": None}}
 """Shipped cards with a key left out, whose default (section 1's tables) then holds, and one with
 ``num_key_value_heads`` null: as many key/value heads as query heads, not the family's default."""
+NULL_KEYS = ("num_key_value_heads", "head_dim", "n_inner", "sliding_window", "sliding_window_pattern",
+             "layer_types", "q_lora_rank", "tie_word_embeddings")
+"""Keys of section 1's tables whose null has a meaning: a TypeError about None on a card holding one
+is named (config.get(key, default) gives None for a null, not the default)."""
 VISIBLE_CASES = ((VISIBLE_CARDS, (SCENARIO, SHORT_SCENARIO)), (VARIANTS, (SCENARIO,)),
                  (GQA_CARDS, (GQA_SCENARIO,)), (("Mixtral-8x7B-v0.1",), EXPERTS_SCENARIOS))
 """The visible test of ``size_card``: (cards, scenarios), every input a later check builds on
@@ -299,7 +303,16 @@ def check_size_card(fn, cards=None, scenarios: Sequence[Mapping] = (SCENARIO,)) 
             for sc, a in zip(scs, args):
                 label = (_label("size_card", name, *a) if (name, cfg, dict(sc)) in _VISIBLE else
                          on_hidden("size_card", *_card_kind(cfg, not isinstance(group, Mapping))))
-                got = as_keyed(own_reading(fn, copy.deepcopy(cfg), *a), SIZE_KEYS, label)
+                try:
+                    got = as_keyed(own_reading(fn, copy.deepcopy(cfg), *a), SIZE_KEYS, label)
+                except TypeError as e:  # a null taken for its key's default: say so
+                    nulls = [k for k in NULL_KEYS if k in cfg and cfg[k] is None]
+                    if not nulls or "NoneType" not in str(e):
+                        raise
+                    raise CheckFailed(f"{label} raised TypeError ({e if HIDDEN not in label else withheld(e)}): "
+                                      + HINTS["size_card"]["null"].format(keys=", ".join(nulls))
+                                      + (f" ({HINTS['size_card']['null_kv']})" if "num_key_value_heads" in nulls
+                                         else "")) from None
                 expected, mistakes = expected_size(cfg, *a), size_mistakes(cfg, *a)
                 for key in SIZE_KEYS:
                     check_value(got[key], expected[key], what=f"{label}[{key!r}]", integer=True,
@@ -468,11 +481,13 @@ FLASH_CASES = (FLASH_CASE, RANDOM_CASES["score_bytes"])
 """The visible test's inputs: the module text's score matrix and lesson 4's run-time one."""
 
 
-def check_score_matrix(fn, cases: Sequence[Mapping] = FLASH_CASES) -> None:
+def check_score_matrix(fn, cases: Sequence[Mapping] = FLASH_CASES, flash_tib=_UNSET) -> None:
     """``fn(n_tokens, n_heads, bytes_per_number)``: bytes of one layer's full score matrices,
     n_tokens² per head, exact: lesson 4's exercise, checked as there
-    (:func:`~course_lib.checks.lesson4.check_score_bytes`)."""
-    check_score_bytes(fn, cases, visible=FLASH_CASES)
+    (:func:`~course_lib.checks.lesson4.check_score_bytes`); given ``flash_tib``, it is checked
+    too (:data:`check_flash_tib`), a failure of both named in one message."""
+    check_score_bytes(fn, cases, visible=FLASH_CASES,
+                      then=None if flash_tib is _UNSET else lambda: check_flash_tib(flash_tib))
 
 
 def check_recap(answer) -> None:

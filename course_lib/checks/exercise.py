@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
 from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_close, check_equal, check_sealed,
@@ -120,6 +121,23 @@ def requires(name: str, check: Callable, *args, **kwargs) -> None:
     except CheckFailed:
         raise CheckFailed(f"your {name} is not right on this input: make its test pass first") \
             from None
+
+
+def every(*checks: Callable[[], None]) -> None:
+    """Run every one of ``checks`` (each a call of a check with no arguments left); if any fail,
+    one :class:`CheckFailed` holding each failure's message in order (``"A. Also, B."``; a lone
+    failure's message as it is), so an answer with two parts wrong hears of both at once.  Each
+    check publishes its records as it would alone: the grader sees every part."""
+    failed = []
+    for check in checks:
+        try:
+            check()
+        except CheckFailed as e:
+            failed.append(str(e))
+    if len(failed) == 1:
+        raise CheckFailed(failed[0])
+    if failed:
+        raise CheckFailed(". Also, ".join(m.rstrip(".") for m in failed) + ".")
 
 
 # --- arrays ------------------------------------------------------------------------------------
@@ -249,15 +267,24 @@ class Question(Check):
     options: Mapping[int, Sequence[str]] | None = None
     """Optional: the options of choice answers, by position, as the notebook writes them; such
     an answer is read in them (:func:`read_choice`) and compared outside ``builds_on``."""
+    all_parts: bool = False
+    """Whether a failure names every wrong answer (:func:`every`) rather than the first."""
 
     def __call__(self, *got) -> None:
         if len(got) != len(self.answers):
             raise TypeError(f"expected {len(self.answers)} answers, got {len(got)}")
         options = self.options or {}
-        for i, (value, sealed) in enumerate(zip(got, self.answers)):
+
+        def one(i, value, sealed):
             with builds_on(*self.builds_on) if self.builds_on and i not in options else nullcontext():
                 check_sealed(read_choice(value, sealed.what, options[i]) if i in options else value,
                              sealed)
+        parts = [partial(one, i, value, sealed) for i, (value, sealed) in enumerate(zip(got, self.answers))]
+        if self.all_parts:
+            every(*parts)
+        else:
+            for part in parts:
+                part()
 
 
 @dataclass(frozen=True)

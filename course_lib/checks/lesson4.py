@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import random
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from typing import Callable, Mapping, Sequence
 
 import torch
@@ -25,7 +25,7 @@ from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
 from . import (CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, own_work,
                watch_calls)
-from .exercise import HIDDEN, RANDOM_TAG, Question, close, label, merged  # noqa: F401 - RANDOM_TAG: tests
+from .exercise import HIDDEN, RANDOM_TAG, Question, close, every, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -391,19 +391,30 @@ def _score_byte_mistakes(n: int, h: int, b: float) -> dict:
                   bytes_fixed=n * n * h * BYTES_16BIT)
 
 
+_UNSET = object()
+
+
 def check_score_bytes(fn, cases: Sequence[Mapping] = SCORE_BYTES_CASES,
-                      visible: Sequence[Mapping] = SCORE_BYTES_CASES) -> None:
+                      visible: Sequence[Mapping] = SCORE_BYTES_CASES, score_tib=_UNSET, *,
+                      then: Callable[[], None] | None = None) -> None:
     """Check ``fn(n_tokens, n_heads, bytes_per_number) -> bytes`` of one layer's full score
     matrices, n_tokens² per head (exact), on ``cases``; ``visible``: the ones a message may name,
-    the last of them made at run time.  The capstone checks its copy of the exercise here too."""
-    _counts(fn, cases, visible, "score_matrix_bytes", ("n_tokens", "n_heads", "bytes_per_number"),
-            lambda n, h, b: {None: (score_bytes_expected(n, h, b), 1e-9, _score_byte_mistakes(n, h, b))})
+    the last of them made at run time.  Given ``score_tib`` (the fixed answer built on it,
+    :data:`check_score_tib`) or ``then`` (another such check: the capstone's), that is checked
+    too, and a failure of both is named in one message (:func:`~.exercise.every`).  The
+    capstone checks its copy of the exercise here too."""
+    if score_tib is not _UNSET:
+        then = lambda: check_score_tib(score_tib)  # noqa: E731
+    every(lambda: _counts(fn, cases, visible, "score_matrix_bytes", ("n_tokens", "n_heads", "bytes_per_number"),
+                          lambda n, h, b: {None: (score_bytes_expected(n, h, b), 1e-9, _score_byte_mistakes(n, h, b))}),
+          *([then] if then else []))
 
 
 SCORE_TIB, FLASH_TILE_KIB, FLASH_SHRINK, TYS_CROSSOVER = (SEALED[f"lesson4/{k}"] for k in (
     "score_tib", "flash_tile_kib", "flash_shrink", "tys_crossover"))
 check_score_tib = Question((SCORE_TIB,), builds_on=("score_matrix_bytes",))
-"""TiB of one layer's score matrices at LONG_CONTEXT tokens, LONG_HEADS heads, 16-bit (sealed)."""
+"""TiB of one layer's score matrices at LONG_CONTEXT tokens, LONG_HEADS heads, 16-bit (sealed);
+the visible test checks it with ``check_score_bytes(fn, score_tib=...)``."""
 
 
 # --- 5. tiled attention ----------------------------------------------------------------------
@@ -473,6 +484,13 @@ def _masked(q, k, v, diagonal: int):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
 
 
+def _seen(q, k, v, sees: Callable):
+    """Attention where query i sees key j if ``sees(i, j)`` (i a column of positions, j a row)."""
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    allowed = torch.as_tensor(sees(torch.arange(n_q)[:, None], torch.arange(n_k)[None, :]))
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed.expand(n_q, n_k))
+
+
 def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: int = 512) -> None:
     """Check ``fn(q, k, v, causal, block) -> (..., n, d_head)`` against torch's
     scaled_dot_product_attention, and that it never holds a tensor a quarter of the score matrix's
@@ -488,14 +506,27 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         got = _tensor(_built_by_hand(fn, q.clone(), k.clone(), v.clone(), causal=causal, block=block, what=what,
                                      fused_ok=False), expected, what, HIDDEN not in what)
+        full = n // block * block  # the rows and keys of the whole tiles; a last one of n % block follows
+        short_keys = _seen(q, k, v, lambda i, j: (j < full) & (j <= i if causal else True)) if n % block and full \
+            else None
+        if short_keys is not None and not close(got, expected, rtol=1e-4, atol=1e-4):  # before NaN: rows never written
+            first = got[..., :full, :]
+            if close(first, expected[..., :full, :], rtol=1e-4, atol=1e-4) and not close(got, short_keys, rtol=1e-4,
+                                                                                         atol=1e-4):
+                raise CheckFailed(f"{what} is not right: {words['short_queries']}.")
+            if close(first, short_keys[..., :full, :], rtol=1e-4, atol=1e-4) and not close(got, short_keys, rtol=1e-4,
+                                                                                           atol=1e-4):
+                raise CheckFailed(f"{what} is not right: {words['short_both']}.")
         if torch.isnan(got).any():  # the reference has none
             raise CheckFailed(f"{what}: {words['nan']}" + ("" if causal else f" {words['not_causal']}"))
 
         def mistakes():
             return _named("tiled", no_scale=F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=1.0),
-                          scale_d=F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=1.0 / d), **(dict(
+                          scale_d=F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=1.0 / d),
+                          short_keys=short_keys, **(dict(
                               no_mask=F.scaled_dot_product_attention(q, k, v), next_key=_masked(q, k, v, 1),
-                              own_key=_masked(q, k, v, -1)) if causal else dict(
+                              own_key=_masked(q, k, v, -1), tile_mask=_seen(q, k, v, lambda i, j: j < (
+                                  i // block + 1) * block)) if causal else dict(
                               unasked_mask=F.scaled_dot_product_attention(q, k, v, is_causal=True)))) | _fixed_scale(
                 "tiled", d, lambda c: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=c ** -0.5))
         if not _compare(got, expected, what, 1e-4, mistakes):
@@ -512,7 +543,7 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
                      "of the score matrix's numbers", choices=(True, False))  # not the bytes: they vary
 
 
-check_flash = Question((FLASH_TILE_KIB, FLASH_SHRINK))
+check_flash = Question((FLASH_TILE_KIB, FLASH_SHRINK), all_parts=True)
 """KiB of one FLASH_TILE × FLASH_TILE tile of 16-bit scores, and how many times smaller it is than
 one head's full score matrix at LONG_CONTEXT tokens (both sealed)."""
 
@@ -565,13 +596,28 @@ def _longest(d: int, L: int, h: int, n: int) -> dict:
                 "longest_input", fp32=2 * b, all_layers=b * L, gib=b / GiB)}), "score_matrix_bytes")}
 
 
-def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES) -> None:
+def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES, block_macs=None,
+                        score_matrix_bytes=None) -> None:
     """Check ``fn(d_model, n_layers, n_heads, n_tokens) -> {"block_flops", "attention_share",
     "score_bytes_per_layer"}`` at a GPT-2-style model's longest input: forward FLOPs of all blocks
     with full score matrices (no output head), the scores' share of them, and the bytes of one
-    layer's full 16-bit score matrices."""
-    _counts(fn, cases, RECAP_CASES, "longest_input", ("d_model", "n_layers", "n_heads", "n_tokens"), _longest,
-            RECAP_KEYS)
+    layer's full 16-bit score matrices.  Given the learner's ``block_macs`` and
+    ``score_matrix_bytes`` (which ``fn`` may use), a failure on a case first re-checks them on
+    it (:func:`~course_lib.checks.exercise.requires`): a wrong one, or one that calls
+    course_lib's counter, is named as the cause ("make its test pass first")."""
+    for case in cases:
+        try:
+            _counts(fn, [case], RECAP_CASES, "longest_input", ("d_model", "n_layers", "n_heads", "n_tokens"),
+                    _longest, RECAP_KEYS)
+        except CheckFailed:
+            n, d, h = case["n_tokens"], case["d_model"], case["n_heads"]
+            with suppress(NotImplementedError):  # an earlier answer not written yet: this check's own words
+                if block_macs is not None:
+                    requires("block_macs", check_block_macs, block_macs, [dict(n_tokens=n, d_model=d)])
+                if score_matrix_bytes is not None:
+                    requires("score_matrix_bytes", check_score_bytes, score_matrix_bytes,
+                             [dict(n_tokens=n, n_heads=h, bytes_per_number=BYTES_16BIT)])
+            raise
 
 
 from .tutor import announce as _announce  # noqa: E402

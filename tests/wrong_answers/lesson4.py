@@ -151,9 +151,11 @@ def block_macs(n_tokens, d_model):
 '''.strip(), ["t-block-macs", "t-longest-input"], "the output projection forgotten (q, k, v only)"),
     Wrong("q-block-macs", '''
 def block_macs(n_tokens, d_model):
-    n, d = n_tokens, d_model
-    return {"attention_scores": 2 * n * n * d, "weights": 4 * n * d * d + n * d * 4 * d}
-'''.strip(), ["t-block-macs", "t-longest-input"], "one of the feed-forward layer's two matrices counted"),
+    m = cl.forward_macs(cl.gpt2_shape(d_model=d_model, n_layers=1, n_heads=1, d_vocab=1, n_ctx=1),
+                        n_tokens, causal=False)
+    return {"attention_scores": m.attention_scores, "weights": m.weights}
+'''.strip(), ["t-block-macs", "t-longest-input"],
+          "course_lib's forward_macs called (longest_input, built on it, blames block_macs)"),
 
     # --- exercise 5: crossover ----------------------------------------------------------------------
     Wrong("q-crossover", "def crossover_length(d_model):\n    return 12 * d_model",
@@ -174,10 +176,10 @@ score_tib = score_matrix_bytes(131_072, 32, 2) / 2**40
 '''.strip(), ["t-score-bytes", "t-longest-input"], "bits for bytes (16 per number)"),
     Wrong("q-score-bytes", '''
 def score_matrix_bytes(n_tokens, n_heads, bytes_per_number):
-    return n_tokens * n_tokens * n_heads * bytes_per_number
+    return n_tokens * n_tokens * n_heads
 
-score_tib = score_matrix_bytes(131_072, 32, 2) / 1e12
-'''.strip(), ["t-score-bytes"], "TB (10^12 bytes) for TiB"),
+score_tib = 131_072 * 131_072 * 32 * 2 / 1e12
+'''.strip(), ["t-score-bytes", "t-longest-input"], "bytes per number left out, and TB (10^12 bytes) for TiB"),
     Wrong("q-score-bytes", '''
 def score_matrix_bytes(n_tokens, n_heads, bytes_per_number):
     return 2 * n_tokens * n_tokens * n_heads * bytes_per_number
@@ -211,8 +213,10 @@ def softmax_update(m, l, acc, scores_tile, v_tile):
 '''.strip(), ["t-softmax-update"], "exp(s) / exp(m_new): right maths, overflows at large scores"),
 
     # --- exercise 8: tiled attention --------------------------------------------------------------
-    Wrong("q-tiled", _fmt(_TILED, scores=_SCALED.replace(" / math.sqrt(d_head)", ""), compare=">"),
-          ["t-tiled"], "forgot the 1/sqrt(d_head) scale"),
+    Wrong("q-tiled", _fmt(_TILED, scores=_SCALED, compare=">").replace(
+        "    for q0 in range(0, n, block):", "    for q0 in range(0, n // block * block, block):").replace(
+        "        for k0 in range(0, n, block):", "        for k0 in range(0, n // block * block, block):"),
+          ["t-tiled"], "the last tile, shorter than block, left out (of the queries and the keys)"),
     Wrong("q-tiled", _fmt(_TILED, scores=_SCALED, compare=">="), ["t-tiled"],
           "causal mask off by one: each query's own key hidden"),
     Wrong("q-tiled", _fmt(_TILED, scores=_SCALED, compare=">").replace(
@@ -222,8 +226,11 @@ def softmax_update(m, l, acc, scores_tile, v_tile):
         "later = torch.arange(k0, k1)[None, :] > torch.arange(q0, q1)[:, None]",
         "later = hidden[q0:q1, k0:k1]"), ["t-tiled"],
           "a full n × n bool mask made once: memory that grows with n²"),
-    Wrong("q-tiled", _fmt(_TILED, scores=_SCALED.replace("math.sqrt(d_head)", "math.sqrt(8)"), compare=">"),
-          ["t-tiled"], "the scale hard-coded at d_head = 8"),
+    Wrong("q-tiled", _fmt(_TILED, scores=_SCALED, compare=">").replace(
+        "        for k0 in range(0, n, block):", "        for k0 in range(0, q1 if causal else n, block):").replace(
+        "            if causal:\n                later = torch.arange(k0, k1)[None, :] > torch.arange(q0, q1)[:, None]\n"
+        "                scores = scores.masked_fill(later, -math.inf)\n", ""),
+          ["t-tiled"], "causal: the key tiles after the query tile skipped, but no mask inside the tiles"),
 
     # --- exercise 9: FlashAttention's figure ------------------------------------------------------
     Wrong("q-flash", "flash_tile_kib = 128 * 128 * 16 / 2**10\n"
@@ -233,8 +240,8 @@ def softmax_update(m, l, acc, scores_tile, v_tile):
           ["t-flash"], "ratio of the sides, not of the areas"),
     Wrong("q-flash", "flash_tile_kib = 128 * 128 * 2 / 1000\nflash_shrink = (131_072 * 131_072) / (128 * 128)",
           ["t-flash"], "KB (1,000 bytes) for KiB"),
-    Wrong("q-flash", "flash_tile_kib = 128 * 128 * 4 / 2**10\nflash_shrink = (131_072 * 131_072) / (128 * 128)",
-          ["t-flash"], "a float32 tile, 4 bytes a score"),
+    Wrong("q-flash", "flash_tile_kib = 128 * 128 * 4 / 2**10\nflash_shrink = 131_072 / 128",
+          ["t-flash"], "a float32 tile, 4 bytes a score, and the ratio of the sides: both named"),
 
     # --- test yourself ----------------------------------------------------------------------------
     Wrong("q-tys-crossover", "tys_crossover = 12 * 4096", ["t-tys-crossover"],
