@@ -58,9 +58,15 @@ EXPERTS_SCENARIOS = tuple(dict(context=8192, gpu_memory_bytes=n * ACCELERATOR_BY
 VARIANTS = {f"{n} without {k}": {key: v for key, v in card_config(n).items() if key != k} for n, k in (
     ("Meta-Llama-3-8B", "num_key_value_heads"), ("Mistral-7B-v0.1", "num_key_value_heads"),
     ("Mistral-7B-v0.1", "sliding_window"), ("Qwen3-30B-A3B", "head_dim"), ("gemma-3-1b-it", "sliding_window"))} | {
-    "Mistral-7B-v0.1 with num_key_value_heads null": {**card_config("Mistral-7B-v0.1"), "num_key_value_heads": None}}
-"""Shipped cards with a key left out, whose default (section 1's tables) then holds, and one with
-``num_key_value_heads`` null: as many key/value heads as query heads, not the family's default."""
+    "Mistral-7B-v0.1 with num_key_value_heads null": {**card_config("Mistral-7B-v0.1"), "num_key_value_heads": None},
+    "gemma-3-1b-it with layer_types, every third layer global": {
+        **{k: v for k, v in card_config("gemma-3-1b-it").items() if k != "sliding_window_pattern"},
+        "layer_types": ["full_attention" if (i + 1) % 3 == 0 else "sliding_attention"
+                        for i in range(card_config("gemma-3-1b-it")["num_hidden_layers"])]}}
+"""Shipped cards with a key left out, whose default (section 1's tables) then holds; one with
+``num_key_value_heads`` null: as many key/value heads as query heads, not the family's default;
+and Gemma 3 1B listing its layers in ``layer_types`` (as later Gemma 3 cards do), with a global
+layer every third, not every sixth as the absent ``sliding_window_pattern`` would say."""
 NULL_KEYS = ("num_key_value_heads", "head_dim", "n_inner", "sliding_window", "sliding_window_pattern",
              "layer_types", "q_lora_rank", "tie_word_embeddings")
 """Keys of section 1's tables whose null has a meaning: a TypeError about None on a card holding one
@@ -223,16 +229,19 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
 
 
 def _pattern_slips(config: Mapping, s, context: int, layer_bytes: int, fit: Callable) -> dict:
-    """Gemma 3's layer pattern read wrong (no ``layer_types`` on the card, so
-    ``sliding_window_pattern`` says which layers slide): ``{hint key: requests}`` with the global
-    layers counted from layer 0, and with the pattern the wrong way round; ``layer_bytes`` one
-    layer's cache of a token, ``fit(bytes of one request's cache)`` the requests that fit."""
-    if s.model_type != "gemma3_text" or config.get("layer_types") or not s.sliding_window:
+    """Gemma 3's layer pattern read wrong: ``{hint key: requests}``. A card listing
+    ``layer_types`` read by ``sliding_window_pattern`` instead; else (the pattern says which
+    layers slide) the global layers counted from layer 0, and the pattern the wrong way round.
+    ``layer_bytes`` is one layer's cache of a token, ``fit(bytes of one request's cache)`` the
+    requests that fit."""
+    if s.model_type != "gemma3_text" or not s.sliding_window:
         return {}
     L, p = s.n_layers, config.get("sliding_window_pattern") or 6
 
     def requests(sliding: int) -> int:
         return fit(layer_bytes * ((L - sliding) * context + sliding * min(context, s.sliding_window)))
+    if config.get("layer_types"):
+        return dict(layer_types_ignored=requests(L - L // p))
     return dict(pattern_offset=requests(L - math.ceil(L / p)) if math.ceil(L / p) != L // p else None,
                 pattern_inverted=requests(L // p))
 
