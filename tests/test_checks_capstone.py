@@ -373,6 +373,33 @@ def _size_card_edited(old, new):
     return ns["size_card"]
 
 
+VISIBLE_SLIPS = [  # (edit of the model answer, the visible input that catches it, words of the cause or None)
+    (('absent_head_dim = {"gemma": 256, "gemma3_text": 256, "qwen3": 128}',
+      'absent_head_dim = {"gemma": 256, "gemma3_text": 256}'), "<a small qwen3 card without head_dim>",
+     "head_dim is absent from this card: this family's default holds"),
+    (('absent_head_dim = {"gemma": 256, "gemma3_text": 256, "qwen3": 128}',
+      'absent_head_dim = {"gemma3_text": 256, "qwen3": 128}'), "<a small gemma card without head_dim>",
+     "head_dim is absent from this card"),
+    (('tied = config.get("tie_word_embeddings", True)', 'tied = True'), "<gpt2 with tie_word_embeddings false>",
+     "output head is not tied"),
+    (('4096 if family == "mistral" else None', '4096'), "<Mixtral-8x7B-v0.1 without sliding_window>", None),
+    (('types = config.get("layer_types") or [', 'types = ['),
+     "<gemma-3-1b-it with layer_types, every third layer global>", "this card lists layer_types"),
+    (('d * q_rank + q_rank + q_rank * q_out', 'd * q_rank + q_rank * q_out'), "<DeepSeek-V3>", "q_a_layernorm"),
+    (('+ d * (rank + rope) + rank ', '+ d * (rank + rope) '), "<DeepSeek-V2-Lite>", "kv_a_layernorm"),
+    (('cached = rank + rope ', 'cached = 2 * (rank + rope) '), "<DeepSeek-V2-Lite>",
+     "not a key latent and a value latent"),
+    (('norm = 2 * d if family == "gpt2" else d', 'norm = d'), "<gpt2>", "LayerNorms: each has a bias"),
+]
+
+
+@pytest.mark.parametrize("edit, where, words", VISIBLE_SLIPS, ids=[w or e[1][:30] for e, _, w in VISIBLE_SLIPS])
+def test_slips_fail_the_visible_test_with_their_cause(edit, where, words):
+    msg = fails(C.check_size_card, _size_card_edited(*edit))
+    assert where in msg, msg
+    assert (words or "by a factor of about 8") in msg, msg  # Mixtral: no window, 8 times the requests
+
+
 def test_a_none_from_a_null_key_is_named():
     """config.get(key, default) gives None for a key set to null: the TypeError it leads to is
     named on the visible test's card, and on a hidden one without its values."""

@@ -57,21 +57,30 @@ EXPERTS_SCENARIOS = tuple(dict(context=8192, gpu_memory_bytes=n * ACCELERATOR_BY
 """The experts example's Mixtral on one and on two 80 GB accelerators, 8,192-token requests, 16-bit."""
 VARIANTS = {f"{n} without {k}": {key: v for key, v in card_config(n).items() if key != k} for n, k in (
     ("Meta-Llama-3-8B", "num_key_value_heads"), ("Mistral-7B-v0.1", "num_key_value_heads"),
-    ("Mistral-7B-v0.1", "sliding_window"), ("Qwen3-30B-A3B", "head_dim"), ("gemma-3-1b-it", "sliding_window"))} | {
+    ("Mistral-7B-v0.1", "sliding_window"), ("Mixtral-8x7B-v0.1", "sliding_window"), ("Qwen3-30B-A3B", "head_dim"),
+    ("gemma-3-1b-it", "sliding_window"))} | {
+    "gpt2 with tie_word_embeddings false": {**card_config("gpt2"), "tie_word_embeddings": False},
     "Mistral-7B-v0.1 with num_key_value_heads null": {**card_config("Mistral-7B-v0.1"), "num_key_value_heads": None},
     "gemma-3-1b-it with layer_types, every third layer global": {
         **{k: v for k, v in card_config("gemma-3-1b-it").items() if k != "sliding_window_pattern"},
         "layer_types": ["full_attention" if (i + 1) % 3 == 0 else "sliding_attention"
                         for i in range(card_config("gemma-3-1b-it")["num_hidden_layers"])]}}
-"""Shipped cards with a key left out, whose default (section 1's tables) then holds; one with
+"""Shipped cards with a key left out, whose default (section 1's tables) then holds; GPT-2 with
+its head untied; one with
 ``num_key_value_heads`` null: as many key/value heads as query heads, not the family's default;
 and Gemma 3 1B listing its layers in ``layer_types`` (as later Gemma 3 cards do), with a global
 layer every third, not every sixth as the absent ``sliding_window_pattern`` would say."""
+_SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+              intermediate_size=128, vocab_size=512, max_position_embeddings=2048)
+SMALL_CARDS = {f"a small {family} card without head_dim": {"model_type": family, **_SMALL, **extra}
+               for family, extra in (("qwen3", {}), ("gemma", {}), ("gemma3_text", {"sliding_window": 256}))}
+"""Made-up cards of the families whose absent ``head_dim`` is not hidden_size / num_attention_heads
+(128 for Qwen3, 256 for Gemma and Gemma 3; here 64 / 4 = 16), which every real card of theirs sets."""
 NULL_KEYS = ("num_key_value_heads", "head_dim", "n_inner", "sliding_window", "sliding_window_pattern",
              "layer_types", "q_lora_rank", "tie_word_embeddings")
 """Keys of section 1's tables whose null has a meaning: a TypeError about None on a card holding one
 is named (config.get(key, default) gives None for a null, not the default)."""
-VISIBLE_CASES = ((VISIBLE_CARDS, (SCENARIO, SHORT_SCENARIO)), (VARIANTS, (SCENARIO,)),
+VISIBLE_CASES = ((VISIBLE_CARDS, (SCENARIO, SHORT_SCENARIO)), (VARIANTS, (SCENARIO,)), (SMALL_CARDS, (SCENARIO,)),
                  (GQA_CARDS, (GQA_SCENARIO,)), (("Mixtral-8x7B-v0.1",), EXPERTS_SCENARIOS))
 """The visible test of ``size_card``: (cards, scenarios), every input a later check builds on
 among them, so that a later check's "make its test pass first" is true of the visible test."""
@@ -174,6 +183,9 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     window = s.sliding_window is not None and context > s.sliding_window
     short = s.sliding_window is not None and context < s.sliding_window
     plain, q_width, dense_gated = s.model_type != "gpt2" and not mla, H * s.d_head, s.mlp in ("swiglu", "geglu")
+    # a d_head of hidden_size / num_attention_heads: head_dim set on the card and not read, or
+    # absent and its family's default (section 1's table) not known
+    hd = "head_dim" if config.get("head_dim") is not None else "head_dim_default"
 
     def fit(weights, per_request):
         return 0 if mem <= weights else int((mem - weights) // per_request)
@@ -186,7 +198,7 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         if s.n_dense_layers else None,
         qk_norm=c.total - 2 * L * s.d_head if s.qk_norm == "head" else None,
         four_norms=c.total - 2 * L * d if s.norms_per_block == 4 else None,
-        head_dim=count_params(s.with_(d_head=alt)).total if alt else None,
+        **{hd: count_params(s.with_(d_head=alt)).total if alt else None},
         kv_heads=count_params(s.with_(n_kv_heads=H)).total if KV < H else None,
         qkv_bias=c.total - L * (H + 2 * KV) * s.d_head if s.model_type == "qwen2" else None,
         positions=c.total - s.n_ctx * d if s.positions == "learned" else None,
@@ -196,6 +208,9 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         if s.mlp in ("swiglu", "geglu") else None,
         n_inner=count_params(s.with_(d_ff=d)).total if s.model_type == "gpt2" else None,
         final_norm=c.total - c.norms // (s.norms_per_block * L + 1), norms=c.total - c.norms,
+        layer_norm_bias=c.total - (2 * L + 1) * d if s.model_type == "gpt2" else None,
+        latent_norms=c.total - L * s.mla.kv_lora_rank if mla else None,
+        query_latent_norm=c.total - L * s.mla.q_lora_rank if mla and s.mla.q_lora_rank else None,
         q_width=c.total + 2 * L * d * (d - q_width) if plain and q_width != d else None,
         mlp_bias=c.total + L * (2 * s.d_ff + d) if plain and dense_gated and not moe else None,
         attn_bias=c.total + L * ((H + 2 * KV) * s.d_head * (s.model_type != "qwen2") + d) if plain else None)
@@ -206,8 +221,8 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     per_token = _words(
         "size_card", bytes_16=tok * 2 / b if b != 2 else None, bytes_32=tok * 4 / b if b != 4 else None,
         cache_gqa=tok * H // KV, key_and_value=tok / 2, bits=tok * 8, one_layer=tok / L,
-        per_request=seq, times_context=tok * context, cache_head_dim=2 * L * KV * alt * b if alt else None,
-        latent=2 * L * H * s.d_head * b if mla else None,
+        per_request=seq, times_context=tok * context, **{f"cache_{hd}": 2 * L * KV * alt * b if alt else None},
+        latent=2 * L * H * s.d_head * b if mla else None, latent_pair=2 * tok if mla else None,
         rotary_key=L * s.mla.kv_lora_rank * b if mla else None)
     requests = _words(
         "size_card", memory_gib=0 if mem * GiB // GB <= wb else int((mem * GiB // GB - wb) // seq),
@@ -218,7 +233,7 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         shared_weights=fit(wb - moe_L * shared * b, seq) if n_shared else None,
         requests_latent=fit(wb, 2 * H * s.d_head * seq // s.kv_cache_width) if mla else None,
         tied_once=fit(wb + head * b, seq) if tied else None,
-        requests_head_dim=fit(wb, seq * alt // s.d_head) if alt else None,
+        **{f"requests_{hd}": fit(wb, seq * alt // s.d_head) if alt else None},
         window_short=fit(wb, tok // L * ((L - s.sliding_layers) * context + s.sliding_layers * s.sliding_window))
         if short else None, **_pattern_slips(config, s, context, tok // L, lambda seq_: fit(wb, seq_)))
     found = {"total_params": total, "active_params": active, "kv_cache_bytes_per_token": per_token,
