@@ -238,12 +238,18 @@ def _stop_words(result: JobResult, facts: JobFacts, limits: Limits) -> tuple[str
                     f"the process cap, then {budget}, in {where}")
         return TIMEOUT, f"timed out in {where}: {budget}", f"{budget} in {where}"
     dead = [e for e in ended if e.get("status") == "dead"]
+    slow = [e for e in ended if e.get("status") in ("timeout", "unresponsive")]
     if dead:
         where = cell_label(dead[0])
         if len(dead) > 1:
             where += f" (and {len(dead) - 1} more cell(s))"
-        # a new kernel re-runs the cells that ran before and goes on (GuardedExecute)
-        later = ("later cells did not run" if any(e.get("status") == "not_run" for e in ended)
+        # a new kernel re-runs the cells that ran before and goes on (GuardedExecute); what
+        # stopped it, if the later cells did not all run, is said too
+        stuck = [e for e in slow if e.get("status") == "unresponsive"]
+        later = (f"a new kernel ran the cells after it until {cell_label(stuck[0])} ran past the "
+                 f"{limits.cell_timeout} s limit per cell and ignored the interrupt, so later cells "
+                 "did not run" if stuck and any(e.get("status") == "not_run" for e in ended)
+                 else "later cells did not run" if any(e.get("status") == "not_run" for e in ended)
                  else "a new kernel ran the cells after it (those before it run again first)")
         if box.oom_kills:
             return (Status.MEMORY_LIMIT, f"stopped in {where}: the notebook used more than "
@@ -255,7 +261,6 @@ def _stop_words(result: JobResult, facts: JobFacts, limits: Limits) -> tuple[str
                     f"{limits.scratch / 2**30:g} GiB scratch space; {later}",
                     dead[-1].get("reason", ""))
         return (KERNEL_DIED, f"kernel died in {where}; {later}", dead[-1].get("reason", ""))
-    slow = [e for e in ended if e.get("status") in ("timeout", "unresponsive")]
     if slow:
         first = slow[0]
         how = ("ignored the interrupt, so the kernel was stopped and later cells did not run"

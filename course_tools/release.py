@@ -118,7 +118,9 @@ def exercise_table(nb: nbformat.NotebookNode) -> dict:
                         if defined[n]:
                             answers[n] = defined[n]
                     own = next((defined[n] for n in names if defined[n]), label)
-                    checks[node.func.attr] = {"label": own, "hidden": hidden}
+                    checks[node.func.attr] = {"label": own, "hidden": hidden,
+                                              **({"keywords": sorted(k.arg for k in node.keywords if k.arg)}
+                                                 if node.keywords else {})}
     return {"answers": dict(sorted(answers.items())), "checks": dict(sorted(checks.items()))}
 
 

@@ -815,3 +815,23 @@ def test_two_causes_of_one_count_are_both_named():
 
 def test_sealed_vendor_letters_hold_no_unused_hints():
     assert all(not L4.VENDOR_SEALED[c].mistakes for c in L4.VENDOR_QUESTIONS)
+
+
+def test_an_error_from_a_wrong_block_macs_blames_block_macs():
+    """A longest_input that divides by a block_macs giving 0 off the shape it was written for
+    raises ZeroDivisionError; the check re-checks block_macs on that input and names it."""
+    def block_macs(n_tokens, d_model):
+        n, d = n_tokens, d_model
+        right = (n, d) == (1024, 768)
+        return {"attention_scores": 2 * n * n * d * right, "weights": 12 * n * d * d * right}
+
+    def longest_input(d_model, n_layers, n_heads, n_tokens):
+        macs = block_macs(n_tokens, d_model)
+        per_block = macs["attention_scores"] + macs["weights"]
+        return {"block_flops": 2 * n_layers * per_block, "attention_share": macs["attention_scores"] / per_block,
+                "score_bytes_per_layer": n_tokens * n_tokens * n_heads * 2}
+    case = [dict(d_model=512, n_layers=4, n_heads=8, n_tokens=2048)]
+    with pytest.raises(ZeroDivisionError):  # alone, the learner's own error, as it is
+        L4.check_longest_input(longest_input, cases=case)
+    msg = fails(L4.check_longest_input, longest_input, cases=case, block_macs=block_macs)
+    assert msg == "your block_macs is not right on this input: make its test pass first"

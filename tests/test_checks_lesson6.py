@@ -757,6 +757,17 @@ def test_moe_sizes_weights_alone_are_named():
     assert "only the weights are counted" in fails(L6.check_moe_sizes, weights_only)
 
 
+def test_moe_sizes_active_weights_alone_are_named():
+    """The total right, the active count of weights only (p.dim() > 1): before, only "not right
+    for 4 of 4 tokens" (a newcomer's trial)."""
+    def active_weights_only(layer, x):
+        expert = torch.tensor([sum(p.numel() for p in e.parameters() if p.dim() > 1) for e in layer.experts])
+        return (sum(p.numel() for p in layer.parameters()),
+                layer.router.weight.numel() + expert[layer.run(x).routing.experts].sum(-1))
+    msg = fails(L6.check_moe_sizes, active_weights_only)
+    assert "the active parameters, is not right: only the weights are counted" in msg, msg
+
+
 def test_moe_layer_visible_test_catches_a_forgotten_router_bias():
     """gpt-oss is among the visible cards: a router without its bias fails in the notebook (#16)."""
     fn = _moe_layer_with(held=lambda h, u, s: h - s.n_experts * s.router_bias,

@@ -72,6 +72,7 @@ def _write(tmp_path, text):
      "d_model='wide'"),
     (lambda t: ["size", _write(t, "[1, 2]")], "JSON object"),
     (lambda t: ["size", "gpt2", "--gpu-memory", "lots"], "size"),
+    (lambda t: ["size", "gpt2", "--gpu-memory", "80"], "give a unit: 80GB (80 x 10^9 bytes) or 80GiB"),
     (lambda t: ["size", "gpt2", "--dtype", "fp12"], "unknown dtype"),
     (lambda t: ["size", "gpt2", "--context", "-1"], "must be positive"),
     (lambda t: ["size", "no-such-card"], "no shipped card"),

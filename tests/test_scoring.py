@@ -66,3 +66,21 @@ def test_a_check_replaced_or_called_wrongly_is_said_so():
     assert notes == [f"the test cell's check was replaced or called wrongly in t-a "
                      f"(lesson4.check_rotary: TypeError: {bad_call}); t-b (lesson4.check_flash: "
                      "TypeError: check_flash() takes 1 positional argument but 2 were given)"]
+
+
+def test_a_death_then_a_hung_cell_says_both():
+    """A kernel killed in one cell (a new kernel runs the next ones) and then a cell that
+    ignores the interrupt: the row names the hung cell as what stopped the later cells, not
+    the death alone (a newcomer's os._exit, then while True with SIGINT ignored)."""
+    from course_tools.grade import _stop_words
+    from course_tools.protocol import JobResult, Limits
+    limits = Limits(cell_timeout=60, notebook_timeout=600, max_cell_output=1, max_notebook_output=1,
+                    memory=0, job_memory=0, processes=0, scratch=0, file_size=0)
+    facts = _facts(("q-a", {"status": "dead", "role": "answer"}), ("t-a", {}),
+                   ("q-b", {"status": "unresponsive", "role": "answer"}), ("t-b", {"status": "not_run"}))
+    status, detail, _ = _stop_words(JobResult(job_id="j", ok=True), facts, limits)
+    assert detail == ("kernel died in q-a; a new kernel ran the cells after it until q-b ran past the "
+                      "60 s limit per cell and ignored the interrupt, so later cells did not run"), detail
+    facts = _facts(("q-a", {"status": "dead", "role": "answer"}), ("t-a", {"status": "not_run"}))
+    assert _stop_words(JobResult(job_id="j", ok=True), facts, limits)[1] == \
+        "kernel died in q-a; later cells did not run"

@@ -201,3 +201,34 @@ def test_two_checks_of_one_exercise_say_which_passed():
     assert ANSI.sub("", tutor.passed_line("capstone", "check_size_card")).startswith(
         "Exercise 1 (size card) passed")
     assert ANSI.sub("", tutor.passed_line("capstone", "check_gqa")) == "Exercise 7 passed."
+
+
+# --- a visible test that passes the learner's answers by keyword ------------------------------
+
+KEYWORD_CALLS = [(a, name) for a, t in sorted(tutor.table().items())
+                 for name, entry in sorted(t["checks"].items()) if entry.get("keywords")]
+
+
+@pytest.mark.parametrize("assignment, check", KEYWORD_CALLS, ids=[f"{a}-{c}" for a, c in KEYWORD_CALLS])
+def test_a_visible_call_with_answers_by_keyword_says_passed(assignment, check, monkeypatch):
+    """lesson4's check_score_bytes(score_matrix_bytes, score_tib=score_tib) and the like print
+    their pass line (before, any call with keywords was taken for a hidden test's and printed
+    nothing)."""
+    from notebook_cells import setup_answers_tests
+    setup, answers, tests = setup_answers_tests(REPO / "solutions" / assignment / f"{assignment}.ipynb")
+    monkeypatch.setattr(tutor, "_ipython", lambda: object())
+    ns: dict = {}
+    exec(setup, ns)
+    for code in answers.values():
+        try:
+            exec(code, ns)
+        except Exception:  # noqa: BLE001 - an answer that needs a demo cell's data: not one of these
+            pass
+    call = next(line for src in tests.values() for line in src.split("### BEGIN HIDDEN TESTS")[0].splitlines()
+                if f".{check}(" in line)
+    tutor._state["passed"] = []
+    exec(call, ns)
+    assert [ANSI.sub("", x).split(" passed")[0] for x in tutor._state["passed"]] == [
+        tutor.table()[assignment]["checks"][check]["label"]], call
+    tutor._state["passed"] = []
+    assert len(KEYWORD_CALLS) >= 3

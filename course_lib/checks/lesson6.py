@@ -310,7 +310,10 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
                 "moe_sizes", active_no_router=expected - router, every_expert=torch.full_like(
                     expected, total), active_one_expert=expected - (k - 1) * expert,
                 router_top_k=expected + (k - 1) * router,
-                fixed_top_k=expected - (k - 2) * expert if k != 2 else None).items():
+                fixed_top_k=expected - (k - 2) * expert if k != 2 else None,
+                active_weights_only=expected - k * sum(  # the router has no bias (course_lib.moe)
+                    p.numel() for n, p in layer.experts[0].named_parameters() if n.endswith("bias"))
+                if spec["bias"] else None).items():
             if not torch.equal(wrong, expected) and torch.equal(got, wrong):
                 raise CheckFailed(f"{what}, is not right: {diagnosis}")
         how_many = f"{int((got != expected).sum())} of {got.numel()}" if shown else "some"
@@ -520,6 +523,7 @@ def seq_mistakes(s: ModelShape, n: int, b) -> dict:
     some = past and slide < L
     return merged(_hints(
         "kv_bytes_per_sequence", one_token=per_token, numbers=right / b, only_keys=right / 2,
+        latent_pair=2 * right if mla else None,
         fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
         no_window=per_token * n if past else None,
         window_always=s.kv_cache_width * b * (slide * s.sliding_window + (L - slide) * n)

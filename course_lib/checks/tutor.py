@@ -221,8 +221,10 @@ def announce(namespace: dict, lesson: str) -> None:
     """Wrap every public ``check_*`` function defined in a lesson module's ``namespace`` (or
     :class:`~course_lib.checks.exercise.Check` declared there) so
     that, called from a notebook cell: a failure names the exercise, and a pass prints
-    :func:`passed_line` once, when the whole cell has run without an error (a call with keyword arguments is a further test, and a check
-    called by another check is part of it: neither prints).  Called at the end of each
+    :func:`passed_line` once, when the whole cell has run without an error.  Only the visible
+    test's call prints: its keyword names (the table's ``keywords``, none by default) are the
+    learner's answers; a call with other keywords is a further test, and a check called by
+    another check is part of it: neither prints.  Called at the end of each
     ``course_lib.checks.lessonN``; also records ``lesson`` as the current lesson."""
     from . import CheckFailed
     from .exercise import Check
@@ -245,7 +247,8 @@ def announce(namespace: dict, lesson: str) -> None:
                 raise
             finally:
                 _state["depth"] -= 1
-            if outermost and not kwargs and _ipython() is not None:
+            if outermost and _ipython() is not None and sorted(kwargs) == table().get(lesson, {}).get(
+                    "checks", {}).get(__name, {}).get("keywords", []):
                 _state.setdefault("passed", []).append(passed_line(lesson, __name))
             return result
 
