@@ -55,6 +55,16 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _memory(text: str) -> int:
+    """An accelerator's memory with its unit (80GB, 80GiB); a bare number is refused, not read
+    as bytes (80 bytes fit no model)."""
+    if text.strip().replace(".", "", 1).isdigit():
+        raise argparse.ArgumentTypeError(
+            f"give a unit: {text.strip()}GB ({text.strip()} x 10^9 bytes) or {text.strip()}GiB "
+            f"({text.strip()} x 2^30 bytes), not {text.strip()!r}")
+    return _size(text)
+
+
 def _dtype(text: str) -> str:
     try:
         dtype_bytes(text)
@@ -75,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--dtype", type=_dtype, default=None,
                       help="fp32, bf16, fp16, int8 or int4 for weights and cache "
                            "(default: the card's torch_dtype, else fp32)")
-    size.add_argument("--gpu-memory", type=_size, default=H100_SXM_BYTES,
+    size.add_argument("--gpu-memory", type=_memory, default=H100_SXM_BYTES,
                       help="accelerator memory, e.g. 80GB or 141GB (default 80GB, an H100 "
                            "SXM's data sheet: 80 x 10^9 bytes)")
     size.add_argument("--json", action="store_true", help="print one JSON object")
