@@ -467,6 +467,8 @@ def test_walkaway():
     assert "fewer than 7 billion" in fails(C.check_walkaway, _walk("gemma-3-1b-it"))
     assert "serves fewer requests" in fails(C.check_walkaway, _walk("Qwen3-30B-A3B"))
     assert "serves fewer requests" in fails(C.check_walkaway, _walk("Qwen3-8B"))
+    # the pick of a learner who filters by active parameters: the rule's cause is named
+    assert "the 7 billion count total parameters" in fails(C.check_walkaway, _walk("Qwen3-8B"))
     assert "answer with one of" in fails(C.check_walkaway, _walk("gpt2") | {"model": "x"})
     w = _walk("DeepSeek-V2-Lite")
     msg = fails(C.check_walkaway, {**w, "kv_cache_bytes_per_token": w["kv_cache_bytes_per_token"] * 32768})

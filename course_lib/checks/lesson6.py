@@ -509,10 +509,11 @@ SEQ_CASES = (dict(card="gemma-3-1b-it", n_tokens=8192, bytes_per_number=BYTES_16
 past its window, gpt-oss-20b in 32-bit inside its 128-token window (so a window taken for
 min(n_tokens, window) fails), DeepSeek-V2-Lite (latent attention, 8-bit) and a shape made at run
 time past its window.  None is the lesson's 32,768-token sequence, whose caches its prose gives."""
-MOE_CARDS = ("Qwen3-30B-A3B", "DeepSeek-V2-Lite", "gpt-oss-20b", RANDOM_MOE_CARD)
+MOE_CARDS = ("Qwen3-30B-A3B", "DeepSeek-V2-Lite", "gpt-oss-20b", "Qwen1.5-MoE-A2.7B", RANDOM_MOE_CARD)
 """Visible cards of :func:`check_moe_layer_params`: fine-grained experts without (Qwen3) and
 with shared experts (DeepSeek-V2-Lite), a router with a bias and experts with biases (gpt-oss),
-and a shape with shared experts made at run time."""
+a shared expert behind a gate of d_model × 1 (Qwen1.5-MoE), and a shape with shared experts made
+at run time."""
 
 
 def seq_mistakes(s: ModelShape, n: int, b) -> dict:
