@@ -246,11 +246,11 @@ def _stop_words(result: JobResult, facts: JobFacts, limits: Limits) -> tuple[str
         # a new kernel re-runs the cells that ran before and goes on (GuardedExecute); what
         # stopped it, if the later cells did not all run, is said too
         stuck = [e for e in slow if e.get("status") == "unresponsive"]
-        later = (f"a new kernel ran the cells after it until {cell_label(stuck[0])} ran past the "
-                 f"{limits.cell_timeout} s limit per cell and ignored the interrupt, so later cells "
-                 "did not run" if stuck and any(e.get("status") == "not_run" for e in ended)
-                 else "later cells did not run" if any(e.get("status") == "not_run" for e in ended)
-                 else "a new kernel ran the cells after it (those before it run again first)")
+        later = "a new kernel ran the cells after it (those before it run again first)"
+        if any(e.get("status") == "not_run" for e in ended):
+            later = (f"a new kernel ran the cells after it until {cell_label(stuck[0])} ran past the "
+                     f"{limits.cell_timeout} s limit per cell and ignored the interrupt, so later "
+                     "cells did not run" if stuck else "later cells did not run")
         if box.oom_kills:
             return (Status.MEMORY_LIMIT, f"stopped in {where}: the notebook used more than "
                     f"the {limits.job_memory / 2**30:g} GiB of memory a job may use, so the "

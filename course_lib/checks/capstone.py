@@ -66,10 +66,10 @@ VARIANTS = {f"{n} without {k}": {key: v for key, v in card_config(n).items() if 
         "layer_types": ["full_attention" if (i + 1) % 3 == 0 else "sliding_attention"
                         for i in range(card_config("gemma-3-1b-it")["num_hidden_layers"])]}}
 """Shipped cards with a key left out, whose default (section 1's tables) then holds; GPT-2 with
-its head untied; one with
-``num_key_value_heads`` null: as many key/value heads as query heads, not the family's default;
-and Gemma 3 1B listing its layers in ``layer_types`` (as later Gemma 3 cards do), with a global
-layer every third, not every sixth as the absent ``sliding_window_pattern`` would say."""
+its head untied; Mistral 7B with ``num_key_value_heads`` null: as many key/value heads as query
+heads, not the family's default; and Gemma 3 1B listing its layers in ``layer_types`` (as later
+Gemma 3 cards do), with a global layer every third, not every sixth as the absent
+``sliding_window_pattern`` would say."""
 _SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
               intermediate_size=128, vocab_size=512, max_position_embeddings=2048)
 SMALL_CARDS = {f"a small {family} card without head_dim": {"model_type": family, **_SMALL, **extra}
@@ -183,13 +183,15 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     window = s.sliding_window is not None and context > s.sliding_window
     short = s.sliding_window is not None and context < s.sliding_window
     plain, q_width, dense_gated = s.model_type != "gpt2" and not mla, H * s.d_head, s.mlp in ("swiglu", "geglu")
-    # a d_head of hidden_size / num_attention_heads: head_dim set on the card and not read, or
-    # absent and its family's default (section 1's table) not known
-    hd_set = config.get("head_dim") is not None
-    hd_total, hd_cache = (count_params(s.with_(d_head=alt)).total, 2 * L * KV * alt * b) if alt else (None, None)
 
     def fit(weights, per_request):
         return 0 if mem <= weights else int((mem - weights) // per_request)
+
+    # a d_head of hidden_size / num_attention_heads: head_dim set on the card and not read, or
+    # absent and its family's default (section 1's table) not known
+    hd_set = config.get("head_dim") is not None
+    hd_total, hd_cache, hd_requests = (count_params(s.with_(d_head=alt)).total, 2 * L * KV * alt * b,
+                                       fit(wb, seq * alt // s.d_head)) if alt else (None, None, None)
 
     total = _words(
         "size_card", tied=c.total + head if tied else None, untied=None if tied else c.total - head,
@@ -220,10 +222,11 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
                     shared_active=c.active - moe_L * shared if n_shared else None) \
         if moe else {**total, **_words("size_card", dense_active=c.total - c.embedding)}
     per_token = _words(
-        "size_card", latent_pair=2 * tok if mla else None, bytes_16=tok * 2 / b if b != 2 else None, bytes_32=tok * 4 / b if b != 4 else None,
+        "size_card", latent_pair=2 * tok if mla else None, bytes_16=tok * 2 / b if b != 2 else None,
+        bytes_32=tok * 4 / b if b != 4 else None,
         cache_gqa=tok * H // KV, key_and_value=tok / 2, bits=tok * 8, one_layer=tok / L,
         per_request=seq, times_context=tok * context, cache_head_dim=hd_cache if hd_set else None,
-        cache_head_dim_default=None if hd_set else hd_cache,
+        head_dim_default=None if hd_set else hd_cache,
         latent=2 * L * H * s.d_head * b if mla else None,
         rotary_key=L * s.mla.kv_lora_rank * b if mla else None)
     requests = _words(
@@ -235,8 +238,7 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         shared_weights=fit(wb - moe_L * shared * b, seq) if n_shared else None,
         requests_latent=fit(wb, 2 * H * s.d_head * seq // s.kv_cache_width) if mla else None,
         tied_once=fit(wb + head * b, seq) if tied else None,
-        requests_head_dim=fit(wb, seq * alt // s.d_head) if alt and hd_set else None,
-        requests_head_dim_default=fit(wb, seq * alt // s.d_head) if alt and not hd_set else None,
+        requests_head_dim=hd_requests if hd_set else None, head_dim_default=None if hd_set else hd_requests,
         window_short=fit(wb, tok // L * ((L - s.sliding_layers) * context + s.sliding_layers * s.sliding_window))
         if short else None, **_pattern_slips(config, s, context, tok // L, lambda seq_: fit(wb, seq_)))
     found = {"total_params": total, "active_params": active, "kv_cache_bytes_per_token": per_token,
