@@ -11,7 +11,7 @@ A test cell earns its points if and only if
    ``determine_grade`` would zero the first and read the second as partial credit), and
 3. if the reference's run of that cell published check records, the learner's run published
    the same checks, in the same order, each with a value that passes the reference record
-   (:func:`course_lib.checks.records.same_records`, evaluated here, in the grader's process).
+   (:func:`same_records`, evaluated here, in the grader's process).
 
 So a wrong answer earns nothing even when code in the kernel made the check pass there (a
 replaced ``math.isclose``, ``np.allclose`` or check function, an exception handler that
@@ -22,10 +22,11 @@ only as strong as the kernel (course_tools/README.md, "Threat model").
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass, field
 
-from course_lib.checks.records import same_records
+from course_lib.checks.sealed import Sealed, judge
 
 from .feedback import CellResult, redact
 
@@ -242,3 +243,85 @@ def score_cells(facts: JobFacts, tests: list[tuple[str, str, float]], reference:
         if text:
             answers[key] = redact(text, hidden)
     return cells, answers, notes
+
+
+# --- a learner's check records against the reference's (course_lib.checks.records' format) ---
+
+def _number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def same_value(got, ref: dict) -> bool:
+    """Does learner value ``got`` pass a ``value`` record of the reference (its ``got``, with
+    its ``rel`` and ``integer``)?  Mirrors :func:`~course_lib.checks.check_value`."""
+    expected, rel = ref.get("got"), float(ref.get("rel", 0.0))
+    if not (_number(got) and _number(expected)):
+        return False
+    if ref.get("integer") and not float(got).is_integer():
+        return False
+    if rel == 0:
+        return got == expected
+    return math.isclose(got, expected, rel_tol=rel, abs_tol=0.0)
+
+
+def same_close(got, ref: dict) -> bool:
+    """Does an array record pass the reference's (same shape, every element within
+    ``atol + rtol·|reference|``)?"""
+    if not isinstance(got, dict) or got.get("shape") != ref.get("got", {}).get("shape"):
+        return False
+    a, b = got.get("values"), ref["got"].get("values")
+    if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
+        return False
+    rtol, atol = float(ref.get("rtol", 0.0)), float(ref.get("atol", 0.0))
+    for x, y in zip(a, b):
+        if not (_number(x) and _number(y)) or abs(x - y) > atol + rtol * abs(y):
+            return False
+    return True
+
+
+def same_record(student: dict, ref: dict) -> bool:
+    """One learner record against the reference's record at the same place."""
+    if not isinstance(student, dict) or student.get("check") != ref.get("check") \
+            or student.get("what") != ref.get("what"):
+        return False
+    kind, got = ref.get("check"), student.get("got")
+    if kind == "value":
+        return same_value(got, ref)
+    if kind in ("choice", "equal"):
+        return got == ref.get("got")
+    if kind == "sealed":
+        try:
+            sealed = Sealed.from_data(ref.get("seal") or {})
+        except (TypeError, ValueError):
+            return False
+        return judge(sealed, got).ok
+    if kind == "close":
+        return same_close(got, ref)
+    return False
+
+
+def same_records(student: list[dict], reference: list[dict]) -> tuple[bool, str]:
+    """``(match, reason)``: do a test cell's learner records match the reference's?
+
+    Records are paired by ``(check, what)``, in order within a pair (so a check that walks a
+    learner's dict in the learner's key order still pairs up): every reference record needs
+    a learner record that passes it, and the learner may have none the reference lacks."""
+    def groups(recs):
+        out: dict[tuple, list] = {}
+        for r in recs:
+            if isinstance(r, dict):
+                out.setdefault((str(r.get("check")), str(r.get("what"))), []).append(r)
+        return out
+
+    mine, theirs = groups(student), groups(reference)
+    for key, refs in theirs.items():
+        got = mine.get(key, [])
+        if len(got) < len(refs):  # (no counts: they would tell how many checks are hidden)
+            return False, f"check {key[1]!r} reported no result"
+        for g, r in zip(got, refs):
+            if not same_record(g, r):
+                return False, f"check {key[1]!r} did not get the reference result"
+    extra = sum(max(0, len(v) - len(theirs.get(k, []))) for k, v in mine.items())
+    if extra or len(student) != sum(len(v) for v in mine.values()):
+        return False, "the test reported results of checks it does not make"
+    return True, ""

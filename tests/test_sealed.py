@@ -17,6 +17,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from course_lib import checks
 from course_lib.checks import CheckFailed, records, sealed
+from course_tools import scoring, seal
 from course_lib.checks import lesson1 as L1
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,7 +40,7 @@ def test_canonical_forms():
 @example(value=9.6e5, rel=0.05, where=1.0)
 def test_every_answer_within_tolerance_passes(value, rel, where):
     with mock.patch.object(sealed, "ITERATIONS", 1):  # the tolerance logic, not the hash cost
-        s = sealed.seal_number("x", value, salt="test/x", rel=rel)
+        s = seal.seal_number("x", value, salt="test/x", rel=rel)
         x = value * (1 + where * rel * (1 - 1e-9))
         assert sealed.judge(s, x).ok, (value, rel, x)
         # and at most half as much again outside: 1.6 * rel away fails
@@ -48,7 +49,7 @@ def test_every_answer_within_tolerance_passes(value, rel, where):
 
 
 def test_mistakes_are_named_and_never_the_right_answer():
-    s = sealed.seal_number("share", 0.25, salt="test/share", rel=0.01, mistakes={
+    s = seal.seal_number("share", 0.25, salt="test/share", rel=0.01, mistakes={
         "give a fraction, not a percentage": 25, "within tolerance, dropped": 0.2501})
     assert [m for m, _ in s.mistakes] == ["give a fraction, not a percentage"]
     assert sealed.judge(s, 25.1).mistake == "give a fraction, not a percentage"
@@ -63,13 +64,13 @@ def test_mistakes_are_named_and_never_the_right_answer():
 
 
 def test_exact_whole_numbers_and_choices():
-    s = sealed.seal_number("n", 1024, salt="test/n", rel=0, mistakes={"off by one": 1023})
+    s = seal.seal_number("n", 1024, salt="test/n", rel=0, mistakes={"off by one": 1023})
     assert sealed.judge(s, 1024).ok and sealed.judge(s, 1024.0).ok
     assert sealed.judge(s, 1023).mistake == "off by one"
     assert "whole number" in sealed.judge(s, 1024.5).message
     with pytest.raises(ValueError):
-        sealed.seal_number("n", 1.5, salt="test/n", rel=0)
-    c = sealed.seal_choice("part", "Feed_Forward", salt="test/part",
+        seal.seal_number("n", 1.5, salt="test/n", rel=0)
+    c = seal.seal_choice("part", "Feed_Forward", salt="test/part",
                            choices=("attention", "feed-forward"), hints={"attention": "count"})
     assert sealed.judge(c, " feed forward ").ok
     assert sealed.judge(c, "attention").message == "part: 'attention' is not right: count"
@@ -82,18 +83,18 @@ def test_a_sealed_answer_holds_no_value_and_round_trips(tmp_path, monkeypatch):
     """The seal command writes the entry into its assignment's JSON file (replacing one of the
     same salt, keeping the others); the file holds no form of the value, and load() reads back
     the same Sealed the library makes."""
-    s = sealed.seal_number("x", 123.456, salt="test/x", rel=0.001,
+    s = seal.seal_number("x", 123.456, salt="test/x", rel=0.001,
                            mistakes={"doubled": 246.912})
     (tmp_path / "test.json").write_text(json.dumps({"test/y": {"stale": 1}}))
     monkeypatch.setattr(sealed, "SEALED_DIR", str(tmp_path))
     with pytest.raises(ValueError, match=r"test\.json: sealed answer 'test/y' is malformed"):
         sealed.load("test")
     (tmp_path / "test.json").write_text(json.dumps({"test/y": json.loads(json.dumps(
-        dataclasses.asdict(sealed.seal_choice("y", "a", salt="test/y", choices="ab"))))}))
+        dataclasses.asdict(seal.seal_choice("y", "a", salt="test/y", choices="ab"))))}))
     sealed.load.cache_clear()
     done = subprocess.run([sys.executable, "-c", "import sys; from course_lib.checks import "
-                           f"sealed; sealed.SEALED_DIR = {str(tmp_path)!r}; "
-                           "sys.exit(sealed.main(sys.argv[1:]))", "number", "123.456",
+                           f"sealed; sealed.SEALED_DIR = {str(tmp_path)!r}; from course_tools import seal; "
+                           "sys.exit(seal.main(sys.argv[1:]))", "number", "123.456",
                            "--rel", "0.001", "--what", "x", "--salt", "test/x",
                            "--mistake", "doubled=246.912"], capture_output=True, text=True,
                           check=True, cwd=REPO)
@@ -176,33 +177,33 @@ def _rec(check, what, got, **kw):
 
 def test_records_compare_as_the_checks_do():
     ref = _rec("value", "n", 100, rel=0.0, integer=True)
-    assert records.same_record(_rec("value", "n", 100.0), ref)
-    assert not records.same_record(_rec("value", "n", 101), ref)
-    assert not records.same_record(_rec("value", "m", 100), ref)  # another check
+    assert scoring.same_record(_rec("value", "n", 100.0), ref)
+    assert not scoring.same_record(_rec("value", "n", 101), ref)
+    assert not scoring.same_record(_rec("value", "m", 100), ref)  # another check
     share = _rec("value", "s", 0.5, rel=0.01, integer=False)
-    assert records.same_record(_rec("value", "s", 0.504), share)
-    assert not records.same_record(_rec("value", "s", 0.51), share)
-    assert not records.same_record(_rec("value", "s", "0.5"), share)
-    assert not records.same_record(_rec("value", "s", True), share)
-    assert records.same_record(_rec("choice", "c", "a"), _rec("choice", "c", "a"))
-    seal = sealed.seal_number("t", 4, salt="test/t", rel=0.01)
+    assert scoring.same_record(_rec("value", "s", 0.504), share)
+    assert not scoring.same_record(_rec("value", "s", 0.51), share)
+    assert not scoring.same_record(_rec("value", "s", "0.5"), share)
+    assert not scoring.same_record(_rec("value", "s", True), share)
+    assert scoring.same_record(_rec("choice", "c", "a"), _rec("choice", "c", "a"))
+    four = seal.seal_number("t", 4, salt="test/t", rel=0.01)
     from dataclasses import asdict
-    sref = json.loads(json.dumps(_rec("sealed", "t", 4, seal=asdict(seal))))
-    assert records.same_record(_rec("sealed", "t", 4.01), sref)
-    assert not records.same_record(_rec("sealed", "t", 2), sref)
+    sref = json.loads(json.dumps(_rec("sealed", "t", 4, seal=asdict(four))))
+    assert scoring.same_record(_rec("sealed", "t", 4.01), sref)
+    assert not scoring.same_record(_rec("sealed", "t", 2), sref)
     close = _rec("close", "a", {"shape": [2], "values": [1.0, 2.0]}, rtol=1e-3, atol=0.0)
-    assert records.same_record(_rec("close", "a", {"shape": [2], "values": [1.0005, 2.0]}), close)
-    assert not records.same_record(_rec("close", "a", {"shape": [1, 2], "values": [1.0, 2.0]}), close)
-    ok, why = records.same_records([_rec("value", "n", 100)], [ref, ref])
+    assert scoring.same_record(_rec("close", "a", {"shape": [2], "values": [1.0005, 2.0]}), close)
+    assert not scoring.same_record(_rec("close", "a", {"shape": [1, 2], "values": [1.0, 2.0]}), close)
+    ok, why = scoring.same_records([_rec("value", "n", 100)], [ref, ref])
     assert not ok and why == "check 'n' reported no result"  # no counts: hidden checks
-    assert records.same_records([], []) == (True, "")
+    assert scoring.same_records([], []) == (True, "")
     # paired by label: a learner's dict walked in its own key order still matches ...
     other = _rec("value", "m", 7, rel=0.0, integer=True)
-    assert records.same_records([_rec("value", "m", 7), _rec("value", "n", 100)],
+    assert scoring.same_records([_rec("value", "m", 7), _rec("value", "n", 100)],
                                 [ref, other]) == (True, "")
     # ... but an extra result, or a missing one, does not
-    assert not records.same_records([_rec("value", "n", 100), _rec("value", "x", 1)], [ref])[0]
-    assert not records.same_records([_rec("value", "m", 7)], [ref, other])[0]
+    assert not scoring.same_records([_rec("value", "n", 100), _rec("value", "x", 1)], [ref])[0]
+    assert not scoring.same_records([_rec("value", "m", 7)], [ref, other])[0]
 
 
 def test_check_close(monkeypatch, capsys):
@@ -225,7 +226,7 @@ def test_check_close(monkeypatch, capsys):
 def test_a_sealed_zero_says_no_power_of_ten():
     """An answer sealed as 0 (no request fits) has no power of ten: a negative answer is told its
     sign is wrong, another one the hint, never 'less than 10 times off'."""
-    z = sealed.seal_number("requests", 0, salt="test/zero", rel=0, hint="the weights come first")
+    z = seal.seal_number("requests", 0, salt="test/zero", rel=0, hint="the weights come first")
     assert sealed.judge(z, 0).ok
     assert sealed.judge(z, -3).message == "requests is not right: its sign is wrong."
     assert sealed.judge(z, 5).message == "requests is not right: the weights come first."

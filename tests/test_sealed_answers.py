@@ -10,7 +10,7 @@ whose evaluated arguments hold no callable is a fixed check.  Each is then run w
 (``COURSE_CHECK_RECORDS=1``: records print as ``COURSE-CHECK-RECORD {json}`` lines) and must:
 
 * pass on the model answer, publishing at least one record, every one ``sealed``, which the
-  grader's comparison (:func:`course_lib.checks.records.same_record`) also passes;
+  grader's comparison (:func:`course_tools.scoring.same_record`) also passes;
 * run no code of course_lib outside ``course_lib/checks`` (it may not compute the answer with
   the counters, even though course_lib could);
 * leave no answer in plain: no usual spelling of a recorded number (4 significant figures or
@@ -31,6 +31,7 @@ import pytest
 
 import course_lib
 from course_lib.checks import records, sealed, watch_calls
+from course_tools import scoring
 from scans import _forms
 from wrong_answers import strip_solution_markers
 
@@ -162,7 +163,7 @@ def test_every_fixed_answer_is_sealed(name, monkeypatch):
                 continue
             if r.get("seal", {}).get("what") != r.get("what"):
                 problems.append(f"{where}: record {r.get('what')!r} carries another seal")
-            if not records.same_record(r, r):
+            if not scoring.same_record(r, r):
                 problems.append(f"{where}: the grader would fail the model answer's "
                                 f"{r.get('what')!r}")
             got = r.get("got")
@@ -171,7 +172,7 @@ def test_every_fixed_answer_is_sealed(name, monkeypatch):
                 near = {sealed.bin_digest(seal.get("salt", ""), sealed.size_bin(got) + d) for d in (-1, 0, 1)}
                 if seal.get("size") not in near:
                     problems.append(f"{where}: {r.get('what')!r} has no size bin of its value "
-                                    "(seal it again with python -m course_lib.checks.seal)")
+                                    "(seal it again with python -m course_tools.seal)")
             for form in sorted(_forms(got)) if isinstance(got, (int, float)) else ():
                 if _spelled(form, source):
                     problems.append(f"{where}: {r.get('what')!r} appears in course_lib's "
