@@ -12,7 +12,7 @@ The grader does not believe the kernel's verdict alone: learner code runs in the
 and may have replaced comparison functions or the checks themselves.  It also runs the model
 answer (the source notebook) in a kernel of its own and keeps that run's records as the
 reference; a test cell earns its points only if it raised nothing *and* its records match
-the reference's one for one (:func:`same_records`), compared in the grader's process with
+the reference's one for one (:func:`course_tools.scoring.same_records`), compared in the grader's process with
 the tolerance of the reference record.  See course_tools/README.md for the threat model.
 
 Outside a kernel (tests, scripts) with the variable set, records are printed to stdout as
