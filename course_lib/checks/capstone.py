@@ -28,6 +28,8 @@ from .sealed import load as _load_sealed
 
 SEALED, HINTS = _load_sealed("capstone"), _load_hints("capstone")
 """This assignment's sealed answers by salt, and the words of its named mistakes."""
+_words = words("capstone")
+"""``{words of the mistake: the value it gives}``, from hints/capstone.toml; None: not here."""
 FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma",  # six of 2023-24, five of 2025-26
             "qwen3", "qwen3_moe", "gemma3_text", "deepseek_v2", "deepseek_v3")
 """The ``model_type`` values ``size_card`` must read; SHIPPED: every shipped card of them."""
@@ -39,13 +41,10 @@ ACCELERATOR_MEMORY = ACCELERATORS[ACCELERATOR].memory_bytes
 ACCELERATOR_BYTES: one 80 GB H100 SXM (80 × 10^9 bytes) of the experts exercise."""
 SCENARIO = dict(context=32768, gpu_memory_bytes=ACCELERATOR_MEMORY, dtype="bf16")
 """One H200, requests of 32,768 tokens, 16-bit weights and cache; served by CANDIDATES (2024-26)."""
-CANDIDATES = ("Meta-Llama-3-8B", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it", "DeepSeek-V2-Lite",
-              "DeepSeek-V3")
-VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Meta-Llama-3-8B", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1",
-                 "Qwen2-7B-Instruct", "gemma-2b", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it",
-                 "DeepSeek-V2-Lite", "DeepSeek-V3")
-"""A shipped card per family (two for Llama: with and without grouped-query attention) and
-every candidate, for the visible test of ``size_card``."""
+CANDIDATES = ("Meta-Llama-3-8B", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it", "DeepSeek-V2-Lite", "DeepSeek-V3")
+VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Meta-Llama-3-8B", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1", "Qwen2-7B-Instruct",
+                 "gemma-2b", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it", "DeepSeek-V2-Lite", "DeepSeek-V3")
+"""A shipped card per family (Llama: with and without grouped-query attention) and every candidate."""
 SHORT_SCENARIO = dict(context=400, gpu_memory_bytes=ACCELERATOR_BYTES, dtype="fp32")
 """The visible test's second scenario: requests shorter than every window, 32-bit, one 80 GB H100."""
 GQA_SCENARIO = dict(context=4096, gpu_memory_bytes=2 * units.H100_SXM_BYTES, dtype="bf16")
@@ -65,11 +64,9 @@ VARIANTS = {f"{n} without {k}": {key: v for key, v in card_config(n).items() if 
         **{k: v for k, v in card_config("gemma-3-1b-it").items() if k != "sliding_window_pattern"},
         "layer_types": ["full_attention" if (i + 1) % 3 == 0 else "sliding_attention"
                         for i in range(card_config("gemma-3-1b-it")["num_hidden_layers"])]}}
-"""Shipped cards with a key left out, whose default (section 1's tables) then holds; GPT-2 with
-its head untied; Mistral 7B with ``num_key_value_heads`` null: as many key/value heads as query
-heads, not the family's default; and Gemma 3 1B listing its layers in ``layer_types`` (as later
-Gemma 3 cards do), with a global layer every third, not every sixth as the absent
-``sliding_window_pattern`` would say."""
+"""Shipped cards with a key left out (section 1's default then holds); GPT-2 untied; Mistral 7B with
+``num_key_value_heads`` null (a key/value head per query head, not the family's default); Gemma 3 1B
+listing ``layer_types`` (a global layer every third, not every sixth as the absent pattern says)."""
 _SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
               intermediate_size=128, vocab_size=512, max_position_embeddings=2048)
 SMALL_CARDS = {f"a small {family} card without head_dim": {"model_type": family, **_SMALL, **extra}
@@ -88,9 +85,6 @@ FLASH_CASE = dict(n_tokens=131_072, n_heads=32, bytes_per_number=2)
 """The module text's score matrix: 131,072 tokens, 32 heads, 16-bit numbers."""
 COPY_PERIOD, COPY_SEQS, COPY_SEED = 10, 200, 0
 """The copying example's period; its data: 200 rows of ``repeated_tokens`` from seed 0."""
-WALKAWAY_MIN_PARAMS = 7_000_000_000
-"""The walk-away's model: of the cards that serve :data:`SCENARIO` with at least this many total
-parameters, the one that serves the most requests."""
 BERT_CONFIG = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": 768,
                "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
                "max_position_embeddings": 512, "vocab_size": 30522, "type_vocab_size": 2}
@@ -163,10 +157,6 @@ def _alt_d_head(s) -> int | None:
     """hidden_size / heads where it differs from the card's head_dim (latent attention aside)."""
     d = s.d_model // s.n_heads
     return d if s.mla is None and s.d_model % s.n_heads == 0 and d != s.d_head else None
-
-
-_words = words("capstone")
-"""``{words of the mistake: the value it gives}``, from hints/capstone.toml; None: not here."""
 
 
 def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: str = "bf16") -> dict:
@@ -243,17 +233,17 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         if short else None, **_pattern_slips(config, s, context, tok // L, lambda seq_: fit(wb, seq_)))
     found = {"total_params": total, "active_params": active, "kv_cache_bytes_per_token": per_token,
              "requests_that_fit": requests}
-    for key, wrong in _null_read_as_absent(config, context, gpu_memory_bytes, dtype).items():
-        found[key] = {**found[key], **_words("size_card", kv_null=wrong)}
+    if config.get("num_key_value_heads", 0) is None:  # a null read as absent: the family's default
+        with suppress(ValueError):  # a CardError: that default does not divide the heads
+            absent = expected_size({k: v for k, v in config.items() if k != "num_key_value_heads"}, context, mem, dtype)
+            found = {key: {**found[key], **_words("size_card", kv_null=absent[key])} for key in SIZE_KEYS}
     return {key: merged(found[key]) for key in SIZE_KEYS}
 
 
 def _pattern_slips(config: Mapping, s, context: int, layer_bytes: int, fit: Callable) -> dict:
-    """Gemma 3's layer pattern read wrong: ``{hint key: requests}``. A card listing
-    ``layer_types`` read by ``sliding_window_pattern`` instead; else (the pattern says which
-    layers slide) the global layers counted from layer 0, and the pattern the wrong way round.
-    ``layer_bytes`` is one layer's cache of a token, ``fit(bytes of one request's cache)`` the
-    requests that fit."""
+    """Gemma 3's layer pattern read wrong, ``{hint key: requests}``: a card's ``layer_types`` read by
+    ``sliding_window_pattern``; else the global layers counted from layer 0, or the pattern inverted.
+    ``layer_bytes``: one layer's cache of a token; ``fit(bytes of one request's cache)``: requests."""
     if s.model_type != "gemma3_text" or not s.sliding_window:
         return {}
     L, p = s.n_layers, config.get("sliding_window_pattern") or 6
@@ -264,19 +254,6 @@ def _pattern_slips(config: Mapping, s, context: int, layer_bytes: int, fit: Call
         return dict(layer_types_ignored=requests(L - L // p))
     return dict(pattern_offset=requests(L - math.ceil(L / p)) if math.ceil(L / p) != L // p else None,
                 pattern_inverted=requests(L // p))
-
-
-def _null_read_as_absent(config: Mapping, context: int, gpu_memory_bytes: int, dtype: str) -> dict:
-    """The four sizes with a null ``num_key_value_heads`` taken for an absent one (the family's
-    default instead of one key/value head per query head); {} where the card does not set it to
-    null or the default does not fit its heads."""
-    if "num_key_value_heads" not in config or config["num_key_value_heads"] is not None:
-        return {}
-    try:
-        return expected_size({k: v for k, v in config.items() if k != "num_key_value_heads"},
-                             context, gpu_memory_bytes, dtype)
-    except ValueError:  # CardError: the default does not divide the heads
-        return {}
 
 
 def _label(fn_name: str, what: str, context: int, memory: int, dtype: str) -> str:
@@ -312,6 +289,12 @@ _VISIBLE = [(n, c, sc) for cards, scs in VISIBLE_CASES for n, c in _cases(cards,
 """The visible test's (name, config, scenario) triples: a message names these inputs."""
 
 
+def _count(got, expected: int, what: str, mistakes: Mapping) -> None:
+    """An exact count: :func:`check_value` (a whole number, ``mistakes`` named), then an int (:func:`whole`)."""
+    check_value(got, expected, what=what, integer=True, mistakes=mistakes)
+    whole(got, what)
+
+
 def whole(x, what: str, kind=numbers.Integral):
     """``x`` if it is an int (``kind`` numbers.Real: a float, or an int), Python or numpy, else
     CheckFailed naming the type expected and the type given (a tensor is neither)."""
@@ -344,9 +327,7 @@ def check_size_card(fn, cards=None, scenarios: Sequence[Mapping] = (SCENARIO,)) 
                                          else "")) from None
                 expected, mistakes = expected_size(cfg, *a), size_mistakes(cfg, *a)
                 for key in SIZE_KEYS:
-                    check_value(got[key], expected[key], what=f"{label}[{key!r}]", integer=True,
-                                mistakes=mistakes[key])
-                    whole(got[key], f"{label}[{key!r}]")
+                    _count(got[key], expected[key], f"{label}[{key!r}]", mistakes[key])
 
 
 def check_unknown_family(fn) -> None:
@@ -371,10 +352,9 @@ def check_unknown_family(fn) -> None:
 
 @contextmanager
 def blames_size_card(size_card, cards, scenarios: Sequence[Mapping]):
-    """Around a check built on the learner's ``size_card`` (None: not given): if it fails,
-    re-check ``size_card`` on the ``cards`` and ``scenarios`` it used (:func:`requires`), so a
-    wrong one is named as the cause; a right one, or one not written yet, leaves the check's
-    own message.  Only a failure looks: an answer right despite a wrong size_card still passes."""
+    """Around a check built on the learner's ``size_card`` (None: not given): if it fails, re-check
+    ``size_card`` on the ``cards`` and ``scenarios`` it used (:func:`requires`), so a wrong one is
+    named as the cause; a right one, or one not written yet, leaves the check's own message."""
     try:
         yield
     except NotImplementedError:
@@ -398,50 +378,41 @@ def _size_card_right(fn, cards, scenarios) -> None:
 
 def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
     """``fn(cards, context, gpu_memory_bytes, dtype) -> {name: requests}`` holding exactly the
-    cards that can serve the scenario (:func:`expected_servable`), with the requests that fit.
+    cards that can serve each scenario (:func:`expected_servable`), with the requests that fit.
     Given the learner's ``size_card`` (which ``fn`` uses), a failure on a scenario blames it if
-    it is wrong there on a card whose positions cover the context (the others' sizes change
-    nothing), :func:`blames_size_card`."""
-    if size_card is not None:
-        for sc in scenarios:
-            reach = {n: c for n, c in _cases(cards, ())[0].items() if context_limit(c) >= sc["context"]}
-            with blames_size_card(size_card, reach, [sc]):
-                check_servable(fn, None, cards, [sc])
-        return
+    it is wrong there on a card whose positions cover the context (:func:`blames_size_card`)."""
     (configs, args), words = _cases(cards, scenarios), HINTS["servable"]
     cards_shown = not isinstance(cards, Mapping) and tuple(cards) == CANDIDATES
+    card = {n: n if cards_shown else "a card" for n in configs}  # a hidden test's cards: not named
     for sc, (context, memory, dtype) in zip(scenarios, args):
         shown = cards_shown and is_shown(sc, (SCENARIO,))
         label = (_label("servable", f"{len(configs)} cards", context, memory, dtype) if shown else
                  on_hidden("servable", "the shipped candidates" if cards_shown else "hidden cards"))
-        card = {n: n if cards_shown else "a card" for n in configs}  # a hidden test's cards: not named
-        result = own_reading(fn, copy.deepcopy(configs), context, memory, dtype)
-        if not isinstance(result, Mapping):
-            raise CheckFailed(f"{label}: return a dict {{card name: requests}}, got "
-                              f"{type(result).__name__}")
-        expected = expected_servable(configs, context, memory, dtype)
-        for name in (k for k in result if k not in configs):  # the learner's own key
-            raise CheckFailed(f"{label}: {name!r} is not one of the cards given")
-        for name in (n for n in result if n not in expected):
-            if context_limit(configs[name]) < context:
-                long = f"{context:,}-token requests" if shown else "requests this long"
-                raise CheckFailed(f"{label}: {card[name]} {words['too_short'].format(long=long)}")
-            if expected_size(configs[name], context, memory, dtype)["requests_that_fit"] == 0:
-                raise CheckFailed(f"{label}: {card[name]} {words['no_room']}")
-        for name in (n for n in expected if n not in result):
-            raise CheckFailed(f"{label}: {card[name]} {words['missing']}")
-        check_equal(sorted(result), sorted(expected), what=f"{label}: the cards that serve it")
-        for name, n in expected.items():
-            check_value(result[name], n, what=f"{label}[{card[name]!r}]", integer=True,
-                        mistakes=size_mistakes(configs[name], context, memory, dtype)["requests_that_fit"])
-            whole(result[name], f"{label}[{card[name]!r}]")
+        reach = {n: c for n, c in configs.items() if context_limit(c) >= context}  # the others' sizes: no matter
+        with blames_size_card(size_card, reach, [sc]):
+            result = own_reading(fn, copy.deepcopy(configs), context, memory, dtype)
+            if not isinstance(result, Mapping):
+                raise CheckFailed(f"{label}: return a dict {{card name: requests}}, got {type(result).__name__}")
+            expected = expected_servable(configs, context, memory, dtype)
+            for name in (k for k in result if k not in configs):  # the learner's own key
+                raise CheckFailed(f"{label}: {name!r} is not one of the cards given")
+            for name in (n for n in result if n not in expected):
+                if context_limit(configs[name]) < context:
+                    long = f"{context:,}-token requests" if shown else "requests this long"
+                    raise CheckFailed(f"{label}: {card[name]} {words['too_short'].format(long=long)}")
+                if expected_size(configs[name], context, memory, dtype)["requests_that_fit"] == 0:
+                    raise CheckFailed(f"{label}: {card[name]} {words['no_room']}")
+            for name in (n for n in expected if n not in result):
+                raise CheckFailed(f"{label}: {card[name]} {words['missing']}")
+            check_equal(sorted(result), sorted(expected), what=f"{label}: the cards that serve it")
+            for name, n in expected.items():
+                _count(result[name], n, f"{label}[{card[name]!r}]",
+                       size_mistakes(configs[name], context, memory, dtype)["requests_that_fit"])
 
 
 def _sealed_dict(what: str, *keys: str, cards=(), scenarios: Sequence[Mapping] = ()) -> Callable:
-    """A check of a dict answer holding ``keys``, each compared with its sealed answer
-    ``capstone/<what>/<key>`` (sealed_answers/capstone.json), in order; ``check(answer,
-    size_card)`` also blames the learner's size_card if it is wrong on the ``cards`` and
-    ``scenarios`` the answer is built from (:func:`blames_size_card`)."""
+    """A check of a dict answer holding ``keys``, each compared with its sealed answer ``capstone/<what>/<key>``
+    in order; ``check(answer, size_card)`` blames size_card on ``cards`` and ``scenarios`` (:func:`blames_size_card`)."""
     def check(answer, size_card=None) -> None:
         with blames_size_card(size_card, cards, scenarios):
             got = as_keyed(answer, keys, what)
@@ -453,8 +424,8 @@ def _sealed_dict(what: str, *keys: str, cards=(), scenarios: Sequence[Mapping] =
 
 check_walkaway = _sealed_dict("walkaway", "model", *SIZE_KEYS, scenarios=(SCENARIO,), cards=tuple(
     n for n in CANDIDATES if context_limit(card_config(n)) >= SCENARIO["context"]))
-"""The walk-away question (:data:`WALKAWAY_MIN_PARAMS`): the model and its four sizes, sealed;
-given size_card, blamed on it if it is wrong on a candidate that reads the scenario's context."""
+"""The walk-away: of the cards serving :data:`SCENARIO` with at least 7 billion total parameters, the one
+serving the most requests, and its four sizes, sealed; blamed on size_card if wrong on a candidate there."""
 check_gqa = _sealed_dict("gqa", "cache_per_token_gqa", "cache_per_token_mha", "requests_gqa",
                          "requests_mha", cards=GQA_CARDS, scenarios=(GQA_SCENARIO,))
 """2023: Llama 2 70B's cache per token (bytes) with its 8 key/value heads and with 64, and the
