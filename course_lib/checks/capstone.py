@@ -42,8 +42,9 @@ ACCELERATOR_BYTES: one 80 GB H100 SXM (80 × 10^9 bytes) of the experts exercise
 SCENARIO = dict(context=32768, gpu_memory_bytes=ACCELERATOR_MEMORY, dtype="bf16")
 """One H200, requests of 32,768 tokens, 16-bit weights and cache; served by CANDIDATES (2024-26)."""
 CANDIDATES = ("Meta-Llama-3-8B", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it", "DeepSeek-V2-Lite", "DeepSeek-V3")
-VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Meta-Llama-3-8B", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1", "Qwen2-7B-Instruct",
-                 "gemma-2b", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it", "DeepSeek-V2-Lite", "DeepSeek-V3")
+VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Meta-Llama-3-8B", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1",
+                 "Qwen2-7B-Instruct", "gemma-2b", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it",
+                 "DeepSeek-V2-Lite", "DeepSeek-V3")
 """A shipped card per family (Llama: with and without grouped-query attention) and every candidate."""
 SHORT_SCENARIO = dict(context=400, gpu_memory_bytes=ACCELERATOR_BYTES, dtype="fp32")
 """The visible test's second scenario: requests shorter than every window, 32-bit, one 80 GB H100."""
@@ -125,9 +126,8 @@ def own_reading(fn: Callable, *args, **kwargs):
         if isinstance(e, CheckFailed) or not found:
             raise
     if found:
-        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls course_lib's card reader "
-                          f"({found[0]}): read the config's keys yourself (the table in section 1 "
-                          "lists them), then use course_lib to check") from None
+        raise CheckFailed(HINTS["reading"]["card_reader"].format(
+            fn=getattr(fn, "__name__", "your function"), found=found[0])) from None
     return result
 
 
@@ -300,7 +300,7 @@ def whole(x, what: str, kind=numbers.Integral):
     CheckFailed naming the type expected and the type given (a tensor is neither)."""
     if isinstance(x, kind) and not isinstance(x, bool):
         return x
-    want = "an int (a whole number)" if kind is numbers.Integral else "a float (.item() gives a tensor's)"
+    want = HINTS["reading"]["int" if kind is numbers.Integral else "float"]
     raise CheckFailed(f"{what}: expected {want}, got {type(x).__name__} {x!r:.40}")
 
 
@@ -392,10 +392,10 @@ def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Map
         with blames_size_card(size_card, reach, [sc]):
             result = own_reading(fn, copy.deepcopy(configs), context, memory, dtype)
             if not isinstance(result, Mapping):
-                raise CheckFailed(f"{label}: return a dict {{card name: requests}}, got {type(result).__name__}")
+                raise CheckFailed(f"{label}: " + words["not_a_dict"].format(type=type(result).__name__))
             expected = expected_servable(configs, context, memory, dtype)
             for name in (k for k in result if k not in configs):  # the learner's own key
-                raise CheckFailed(f"{label}: {name!r} is not one of the cards given")
+                raise CheckFailed(f"{label}: " + words["not_given"].format(name=name))
             for name in (n for n in result if n not in expected):
                 if context_limit(configs[name]) < context:
                     long = f"{context:,}-token requests" if shown else "requests this long"
@@ -411,8 +411,9 @@ def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Map
 
 
 def _sealed_dict(what: str, *keys: str, cards=(), scenarios: Sequence[Mapping] = ()) -> Callable:
-    """A check of a dict answer holding ``keys``, each compared with its sealed answer ``capstone/<what>/<key>``
-    in order; ``check(answer, size_card)`` blames size_card on ``cards`` and ``scenarios`` (:func:`blames_size_card`)."""
+    """A check of a dict answer holding ``keys``, each compared with its sealed answer
+    ``capstone/<what>/<key>`` in order; ``check(answer, size_card)`` also blames size_card on
+    the ``cards`` and ``scenarios`` the answer is built from (:func:`blames_size_card`)."""
     def check(answer, size_card=None) -> None:
         with blames_size_card(size_card, cards, scenarios):
             got = as_keyed(answer, keys, what)
@@ -495,22 +496,21 @@ def check_score_matrix(fn, cases: Sequence[Mapping] = FLASH_CASES, flash_tib=_UN
 def check_recap(answer) -> None:
     """The recap table: ``{lesson 1 to 6: (idea letter, question letter)}``, from
     :data:`RECAP_IDEAS` and :data:`RECAP_QUESTIONS`; each letter sealed (:data:`RECAP_SEALS`)."""
+    words = HINTS["recap"]
     if not isinstance(answer, Mapping) or sorted(answer, key=str) != list(range(1, 7)):
         got = f"keys {sorted(answer, key=str)!r:.50}" if isinstance(answer, Mapping) else type(answer).__name__
-        raise CheckFailed("recap: give a dict with the int keys 1 to 6 (the lessons), each (idea letter, "
-                          f"question letter); got {got}")
+        raise CheckFailed(words["not_a_dict"].format(got=got))
     for lesson, pair in ((n, answer[n]) for n in range(1, 7)):
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
-            raise CheckFailed(f"recap[{lesson}]: give a pair of letters (idea, question), got {pair!r:.40}")
+            raise CheckFailed(words["not_a_pair"].format(lesson=lesson, pair=pair))
     pairs = {n: tuple(x.strip().upper() for x in answer[n]) for n in range(1, 7)}
     for i, what, letters in ((0, "idea", RECAP_IDEAS), (1, "question", RECAP_QUESTIONS)):
         used = [p[i] for p in pairs.values()]
         for x in (x for x in used if x not in letters):
-            raise CheckFailed(f"recap: {what} letters are {', '.join(letters)}; got {x!r:.10}")
+            raise CheckFailed(words["unknown_letter"].format(what=what, letters=", ".join(letters), x=x))
         for x in sorted({x for x in used if used.count(x) > 1})[:1]:
             lessons = " and ".join(str(k) for k, p in pairs.items() if p[i] == x)
-            raise CheckFailed(f"recap: {what} {x!r} is given to lessons {lessons}; each {what} belongs "
-                              "to one lesson")
+            raise CheckFailed(words["twice"].format(what=what, x=x, lessons=lessons))
     for lesson in range(1, 7):
         for i in (0, 1):
             check_sealed(pairs[lesson][i], RECAP_SEALS[lesson][i])
