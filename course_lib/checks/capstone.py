@@ -21,7 +21,7 @@ from ..params import count_params, mlp_params
 from ..units import GB, GiB, dtype_bytes
 from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_sealed, check_value,
                is_shown, on_hidden, own_work, watch_calls, withheld)
-from .exercise import HIDDEN, Question, merged, requires
+from .exercise import HIDDEN, Question, label, merged, requires
 from .hints import load as _load_hints, words
 from .lesson4 import _UNSET, RANDOM_CASES, check_score_bytes
 from .sealed import load as _load_sealed
@@ -177,6 +177,15 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     def fit(weights, per_request):
         return 0 if mem <= weights else int((mem - weights) // per_request)
 
+    def slide(sliding: int, kept: int = min(context, s.sliding_window or context)) -> int:
+        """The requests that fit if ``sliding`` layers keep ``kept`` tokens of a request, the others all."""
+        return fit(wb, tok // L * ((L - sliding) * context + sliding * kept))
+
+    # Gemma 3's layer pattern read wrong: a card's layer_types read by sliding_window_pattern; else the
+    # global layers counted from layer 0, or the pattern the wrong way round
+    gemma3, types, p = s.model_type == "gemma3_text" and s.sliding_window, config.get("layer_types"), \
+        config.get("sliding_window_pattern") or 6
+
     # a d_head of hidden_size / num_attention_heads: head_dim set on the card and not read, or
     # absent and its family's default (section 1's table) not known
     hd_set = config.get("head_dim") is not None
@@ -229,8 +238,10 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         requests_latent=fit(wb, 2 * H * s.d_head * seq // s.kv_cache_width) if mla else None,
         tied_once=fit(wb + head * b, seq) if tied else None,
         requests_head_dim=hd_requests if hd_set else None, head_dim_default=None if hd_set else hd_requests,
-        window_short=fit(wb, tok // L * ((L - s.sliding_layers) * context + s.sliding_layers * s.sliding_window))
-        if short else None, **_pattern_slips(config, s, context, tok // L, lambda seq_: fit(wb, seq_)))
+        window_short=slide(s.sliding_layers, s.sliding_window) if short else None,
+        layer_types_ignored=slide(L - L // p) if gemma3 and types else None,
+        pattern_offset=slide(L - math.ceil(L / p)) if gemma3 and not types and math.ceil(L / p) != L // p else None,
+        pattern_inverted=slide(L // p) if gemma3 and not types else None)
     found = {"total_params": total, "active_params": active, "kv_cache_bytes_per_token": per_token,
              "requests_that_fit": requests}
     if config.get("num_key_value_heads", 0) is None:  # a null read as absent: the family's default
@@ -240,27 +251,11 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     return {key: merged(found[key]) for key in SIZE_KEYS}
 
 
-def _pattern_slips(config: Mapping, s, context: int, layer_bytes: int, fit: Callable) -> dict:
-    """Gemma 3's layer pattern read wrong, ``{hint key: requests}``: a card's ``layer_types`` read by
-    ``sliding_window_pattern``; else the global layers counted from layer 0, or the pattern inverted.
-    ``layer_bytes``: one layer's cache of a token; ``fit(bytes of one request's cache)``: requests."""
-    if s.model_type != "gemma3_text" or not s.sliding_window:
-        return {}
-    L, p = s.n_layers, config.get("sliding_window_pattern") or 6
-
-    def requests(sliding: int) -> int:
-        return fit(layer_bytes * ((L - sliding) * context + sliding * min(context, s.sliding_window)))
-    if config.get("layer_types"):
-        return dict(layer_types_ignored=requests(L - L // p))
-    return dict(pattern_offset=requests(L - math.ceil(L / p)) if math.ceil(L / p) != L // p else None,
-                pattern_inverted=requests(L // p))
-
-
 def _label(fn_name: str, what: str, context: int, memory: int, dtype: str) -> str:
     """A shown call: ``size_card(<gpt2>, context=32,768, gpu_memory_bytes=141 GB, dtype='bf16')``."""
     mem = next((f"{memory // u} {w}" for u, w in ((GiB, "GiB"), (GB, "GB")) if memory % u == 0),
                f"{memory:,} bytes")
-    return f"{fn_name}(<{what}>, context={context:,}, gpu_memory_bytes={mem}, dtype={dtype!r})"
+    return label(fn_name, f"<{what}>, context={context:,}, gpu_memory_bytes={mem}, dtype={dtype!r}")
 
 
 def _card_kind(config: Mapping, shipped: bool) -> tuple:
@@ -313,21 +308,21 @@ def check_size_card(fn, cards=None, scenarios: Sequence[Mapping] = (SCENARIO,)) 
         configs, args = _cases(group, scs)
         for name, cfg in configs.items():
             for sc, a in zip(scs, args):
-                label = (_label("size_card", name, *a) if (name, cfg, dict(sc)) in _VISIBLE else
+                what = (_label("size_card", name, *a) if (name, cfg, dict(sc)) in _VISIBLE else
                          on_hidden("size_card", *_card_kind(cfg, not isinstance(group, Mapping))))
                 try:
-                    got = as_keyed(own_reading(fn, copy.deepcopy(cfg), *a), SIZE_KEYS, label)
+                    got = as_keyed(own_reading(fn, copy.deepcopy(cfg), *a), SIZE_KEYS, what)
                 except TypeError as e:  # a null taken for its key's default: say so
                     nulls = [k for k in NULL_KEYS if k in cfg and cfg[k] is None]
                     if not nulls or "NoneType" not in str(e):
                         raise
-                    raise CheckFailed(f"{label} raised TypeError ({e if HIDDEN not in label else withheld(e)}): "
+                    raise CheckFailed(f"{what} raised TypeError ({e if HIDDEN not in what else withheld(e)}): "
                                       + HINTS["size_card"]["null"].format(keys=", ".join(nulls))
                                       + (f" ({HINTS['size_card']['null_kv']})" if "num_key_value_heads" in nulls
                                          else "")) from None
                 expected, mistakes = expected_size(cfg, *a), size_mistakes(cfg, *a)
                 for key in SIZE_KEYS:
-                    _count(got[key], expected[key], f"{label}[{key!r}]", mistakes[key])
+                    _count(got[key], expected[key], f"{what}[{key!r}]", mistakes[key])
 
 
 def check_unknown_family(fn) -> None:
@@ -386,27 +381,27 @@ def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Map
     card = {n: n if cards_shown else "a card" for n in configs}  # a hidden test's cards: not named
     for sc, (context, memory, dtype) in zip(scenarios, args):
         shown = cards_shown and is_shown(sc, (SCENARIO,))
-        label = (_label("servable", f"{len(configs)} cards", context, memory, dtype) if shown else
+        what = (_label("servable", f"{len(configs)} cards", context, memory, dtype) if shown else
                  on_hidden("servable", "the shipped candidates" if cards_shown else "hidden cards"))
         reach = {n: c for n, c in configs.items() if context_limit(c) >= context}  # the others' sizes: no matter
         with blames_size_card(size_card, reach, [sc]):
             result = own_reading(fn, copy.deepcopy(configs), context, memory, dtype)
             if not isinstance(result, Mapping):
-                raise CheckFailed(f"{label}: " + words["not_a_dict"].format(type=type(result).__name__))
+                raise CheckFailed(f"{what}: " + words["not_a_dict"].format(type=type(result).__name__))
             expected = expected_servable(configs, context, memory, dtype)
             for name in (k for k in result if k not in configs):  # the learner's own key
-                raise CheckFailed(f"{label}: " + words["not_given"].format(name=name))
+                raise CheckFailed(f"{what}: " + words["not_given"].format(name=name))
             for name in (n for n in result if n not in expected):
                 if context_limit(configs[name]) < context:
                     long = f"{context:,}-token requests" if shown else "requests this long"
-                    raise CheckFailed(f"{label}: {card[name]} {words['too_short'].format(long=long)}")
+                    raise CheckFailed(f"{what}: {card[name]} {words['too_short'].format(long=long)}")
                 if expected_size(configs[name], context, memory, dtype)["requests_that_fit"] == 0:
-                    raise CheckFailed(f"{label}: {card[name]} {words['no_room']}")
+                    raise CheckFailed(f"{what}: {card[name]} {words['no_room']}")
             for name in (n for n in expected if n not in result):
-                raise CheckFailed(f"{label}: {card[name]} {words['missing']}")
-            check_equal(sorted(result), sorted(expected), what=f"{label}: the cards that serve it")
+                raise CheckFailed(f"{what}: {card[name]} {words['missing']}")
+            check_equal(sorted(result), sorted(expected), what=f"{what}: the cards that serve it")
             for name, n in expected.items():
-                _count(result[name], n, f"{label}[{card[name]!r}]",
+                _count(result[name], n, f"{what}[{card[name]!r}]",
                        size_mistakes(configs[name], context, memory, dtype)["requests_that_fit"])
 
 
