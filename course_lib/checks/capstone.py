@@ -37,8 +37,7 @@ SHIPPED = tuple(n for n in card_names() if card_config(n)["model_type"] in FAMIL
 SIZE_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "requests_that_fit")
 ACCELERATORS, ACCELERATOR, ACCELERATOR_BYTES = units.ACCELERATORS, "H200 SXM", units.H100_SXM_BYTES
 ACCELERATOR_MEMORY = ACCELERATORS[ACCELERATOR].memory_bytes
-"""The scenario's H200: 141 GB (141 × 10^9 bytes) on its data sheet (course_lib/accelerators.json);
-ACCELERATOR_BYTES: one 80 GB H100 SXM (80 × 10^9 bytes) of the experts exercise."""
+"""The scenario's H200: 141 × 10^9 bytes (course_lib/accelerators.json); ACCELERATOR_BYTES: an 80 GB H100 SXM."""
 SCENARIO = dict(context=32768, gpu_memory_bytes=ACCELERATOR_MEMORY, dtype="bf16")
 """One H200, requests of 32,768 tokens, 16-bit weights and cache; served by CANDIDATES (2024-26)."""
 CANDIDATES = ("Meta-Llama-3-8B", "Qwen3-8B", "Qwen3-30B-A3B", "gemma-3-1b-it", "DeepSeek-V2-Lite", "DeepSeek-V3")
@@ -76,12 +75,10 @@ SMALL_CARDS = {f"a small {family} card without head_dim": {"model_type": family,
 (128 for Qwen3, 256 for Gemma and Gemma 3; here 64 / 4 = 16), which every real card of theirs sets."""
 NULL_KEYS = ("num_key_value_heads", "head_dim", "n_inner", "sliding_window", "sliding_window_pattern",
              "layer_types", "q_lora_rank", "tie_word_embeddings")
-"""Keys of section 1's tables whose null has a meaning: a TypeError about None on a card holding one
-is named (config.get(key, default) gives None for a null, not the default)."""
+"""Keys whose null has a meaning (section 1's tables): a TypeError about None on a card holding one is named."""
 VISIBLE_CASES = ((VISIBLE_CARDS, (SCENARIO, SHORT_SCENARIO)), (VARIANTS, (SCENARIO,)), (SMALL_CARDS, (SCENARIO,)),
                  (GQA_CARDS, (GQA_SCENARIO,)), (("Mixtral-8x7B-v0.1",), EXPERTS_SCENARIOS))
-"""The visible test of ``size_card``: (cards, scenarios), every input a later check builds on
-among them, so that a later check's "make its test pass first" is true of the visible test."""
+"""``size_card``'s visible test, (cards, scenarios): every input a later check builds on (its blame then holds)."""
 FLASH_CASE = dict(n_tokens=131_072, n_heads=32, bytes_per_number=2)
 """The module text's score matrix: 131,072 tokens, 32 heads, 16-bit numbers."""
 COPY_PERIOD, COPY_SEQS, COPY_SEED = 10, 200, 0
@@ -115,9 +112,8 @@ RECAP_SEALS = {n: (SEALED[f"capstone/recap/{n}/idea"], SEALED[f"capstone/recap/{
 
 
 def own_reading(fn: Callable, *args, **kwargs):
-    """``fn(*args, **kwargs)`` through :func:`~course_lib.checks.own_work` (no counters), and
-    CheckFailed if it called ``course_lib.cards`` or the shape's ``kv_cache_width`` or
-    ``sliding_layers`` (reading the config's keys is part of the answer)."""
+    """``fn(*args, **kwargs)`` through :func:`~course_lib.checks.own_work` (no counters); CheckFailed if it
+    called ``course_lib.cards`` or a shape's ``kv_cache_width`` or ``sliding_layers`` (reading keys is the answer)."""
     found: list = []
     try:
         with watch_calls(found, {"cards.py": None, "shapes.py": {"kv_cache_width", "sliding_layers"}}):
@@ -135,9 +131,8 @@ def expected_size(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     """What ``size_card`` must return for ``config`` (course_lib's counts)."""
     s = shape_from_config(dict(config))
     c = count_params(s)
-    return {"total_params": c.total, "active_params": c.active,
-            "kv_cache_bytes_per_token": kv_cache_bytes_per_token(s, dtype),
-            "requests_that_fit": requests_that_fit(s, context, gpu_memory_bytes, dtype)}
+    return dict(zip(SIZE_KEYS, (c.total, c.active, kv_cache_bytes_per_token(s, dtype),
+                                requests_that_fit(s, context, gpu_memory_bytes, dtype))))
 
 
 def context_limit(config: Mapping) -> int:
@@ -145,10 +140,8 @@ def context_limit(config: Mapping) -> int:
     return shape_from_config(dict(config)).n_ctx
 
 
-def expected_servable(cards: Mapping[str, Mapping], context: int, gpu_memory_bytes: int,
-                      dtype: str = "bf16") -> dict:
-    """``{name: requests}`` of the cards whose positions cover ``context`` and beside whose
-    weights at least one request fits."""
+def expected_servable(cards: Mapping[str, Mapping], context: int, gpu_memory_bytes: int, dtype: str = "bf16") -> dict:
+    """``{name: requests}`` of the cards whose positions cover ``context`` and beside whose weights a request fits."""
     return {n: r for n, c in cards.items() if context_limit(c) >= context
             and (r := expected_size(c, context, gpu_memory_bytes, dtype)["requests_that_fit"]) >= 1}
 
@@ -242,8 +235,7 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
         layer_types_ignored=slide(L - L // p) if gemma3 and types else None,
         pattern_offset=slide(L - math.ceil(L / p)) if gemma3 and not types and math.ceil(L / p) != L // p else None,
         pattern_inverted=slide(L // p) if gemma3 and not types else None)
-    found = {"total_params": total, "active_params": active, "kv_cache_bytes_per_token": per_token,
-             "requests_that_fit": requests}
+    found = dict(zip(SIZE_KEYS, (total, active, per_token, requests)))
     if config.get("num_key_value_heads", 0) is None:  # a null read as absent: the family's default
         with suppress(ValueError):  # a CardError: that default does not divide the heads
             absent = expected_size({k: v for k, v in config.items() if k != "num_key_value_heads"}, context, mem, dtype)
@@ -253,14 +245,12 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
 
 def _label(fn_name: str, what: str, context: int, memory: int, dtype: str) -> str:
     """A shown call: ``size_card(<gpt2>, context=32,768, gpu_memory_bytes=141 GB, dtype='bf16')``."""
-    mem = next((f"{memory // u} {w}" for u, w in ((GiB, "GiB"), (GB, "GB")) if memory % u == 0),
-               f"{memory:,} bytes")
+    mem = next((f"{memory // u} {w}" for u, w in ((GiB, "GiB"), (GB, "GB")) if memory % u == 0), f"{memory:,} bytes")
     return label(fn_name, f"<{what}>, context={context:,}, gpu_memory_bytes={mem}, dtype={dtype!r}")
 
 
 def _card_kind(config: Mapping, shipped: bool) -> tuple:
-    """A hidden test's card in words: shipped or not, its model_type and the features the usual
-    slips are about (not its name or sizes)."""
+    """A hidden test's card in words: shipped or not, its model_type, the features slips are about (no name, size)."""
     kind = f"{'a shipped' if shipped else 'a hidden'} card of model_type {config.get('model_type')}"
     try:
         s = shape_from_config(dict(config))
@@ -273,8 +263,7 @@ def _card_kind(config: Mapping, shipped: bool) -> tuple:
 
 
 def _cases(cards, scenarios) -> tuple[dict, list]:
-    """``{name: config}`` from shipped names or a mapping of configs; each scenario's
-    (context, gpu_memory_bytes, dtype)."""
+    """``{name: config}`` from shipped names or a mapping of configs; each scenario's (context, memory, dtype)."""
     configs = ({n: dict(c) for n, c in cards.items()} if isinstance(cards, Mapping)
                else {n: card_config(n) for n in cards})
     return configs, [(sc["context"], sc["gpu_memory_bytes"], sc.get("dtype", "bf16")) for sc in scenarios]
@@ -430,8 +419,7 @@ check_experts = _sealed_dict("experts", "total_params", "active_params", "accele
                              "flops_per_token", cards=("Mixtral-8x7B-v0.1",), scenarios=EXPERTS_SCENARIOS)
 """2024: Mixtral 8x7B's total and active parameters, the fewest 80 GB accelerators for its 16-bit
 weights and one 8,192-token request, and FLOPs per token (2 per active parameter); sealed."""
-check_paper_blocks = Question((SEALED["capstone/paper_block_weights"],
-                               SEALED["capstone/llama2_7b_block_weights"]))
+check_paper_blocks = Question((SEALED["capstone/paper_block_weights"], SEALED["capstone/llama2_7b_block_weights"]))
 """2017: weights of one encoder block of the base Transformer (d_model 512, d_ff 2048: 4·d² +
 2·d·d_ff) and of one Llama 2 7B block (4·d² + 3·d·d_ff), both sealed."""
 check_flash_tib = Question((SEALED["capstone/flash_tib"],))
@@ -480,10 +468,9 @@ FLASH_CASES = (FLASH_CASE, RANDOM_CASES["score_bytes"])
 
 
 def check_score_matrix(fn, cases: Sequence[Mapping] = FLASH_CASES, flash_tib=_UNSET) -> None:
-    """``fn(n_tokens, n_heads, bytes_per_number)``: bytes of one layer's full score matrices,
-    n_tokens² per head, exact: lesson 4's exercise, checked as there
-    (:func:`~course_lib.checks.lesson4.check_score_bytes`); given ``flash_tib``, it is checked
-    too (:data:`check_flash_tib`), a failure of both named in one message."""
+    """``fn(n_tokens, n_heads, bytes_per_number)``: bytes of one layer's full score matrices, n_tokens² per
+    head, exact: lesson 4's exercise, checked as there (:func:`~course_lib.checks.lesson4.check_score_bytes`);
+    given ``flash_tib``, it is checked too (:data:`check_flash_tib`), a failure of both named in one message."""
     check_score_bytes(fn, cases, visible=FLASH_CASES,
                       then=None if flash_tib is _UNSET else lambda: check_flash_tib(flash_tib))
 
