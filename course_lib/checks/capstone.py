@@ -318,19 +318,19 @@ def check_unknown_family(fn) -> None:
     """``fn`` must raise ValueError naming the model_type for a BERT card (not of :data:`FAMILIES`)."""
     try:
         own_reading(fn, copy.deepcopy(BERT_CONFIG), *SCENARIO.values())
-        outcome, did = "returned without raising", "returned a result"
+        outcome, error = "returned without raising", ""
     except (CheckFailed, NotImplementedError):  # an unwritten answer: the grader says so
         raise
     except Exception as e:  # noqa: BLE001 - which error the learner raised is the feedback
-        outcome, did = (("another error", f"raised {type(e).__name__}, not ValueError")
-                        if not isinstance(e, ValueError) else ("valueerror naming it", "")
-                        if "bert" in str(e) else ("valueerror without the name",
-                                                  "raised a ValueError whose message does not name 'bert'"))
+        outcome = ("another error" if not isinstance(e, ValueError) else "valueerror naming it" if "bert" in str(e)
+                   else "valueerror without the name")
+        error = type(e).__name__
     words, what = HINTS["unknown_family"], "size_card(<bert-base-uncased>, ...)"
     try:  # the outcome recorded as a choice; the learner reads what their function did
         check_choice(outcome, "valueerror naming it", what=what,
                      choices=("valueerror naming it", *words), hints=words)
     except CheckFailed:
+        did = HINTS["unknown_family_did"][outcome].format(error=error)
         raise CheckFailed(f"{what} {did}: {words[outcome]}") from None
 
 
