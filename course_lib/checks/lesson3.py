@@ -446,8 +446,8 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
             raise CheckFailed(f"{label}: return a dict with keys {', '.join(map(repr, REPORT_KEYS))}, got " + (
                 f"the keys {sorted(map(str, got))}" if isinstance(got, Mapping) else type(got).__name__))
         (a0, f0), (a1, f1) = _part_sizes(original), _part_sizes(compressed)
+        whole = a0 - a1 + f0 - f1
         for part, removed, left in (("attention", a0 - a1, a1), ("feed_forward", f0 - f1, f1)):
-            whole = a0 - a1 + f0 - f1
             check_value(got[part], removed, what=f"{label}[{part!r}]", integer=True, mistakes=_named(
                 h, left=left, sign=-removed, whole=whole if removed != whole else None, lost_too=0 if removed else None))
         one, eight = task.accuracy(compressed, 1), task.accuracy(compressed, LONG_STEPS)
@@ -462,9 +462,8 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
 
 
 # --- test yourself (sealed: neither this file nor a message shows the answers) ----------------
-# Each part to zero is sealed alone ("yes" or "no", salt lesson3/tys_new_block_zeroed/<part>, no
-# hint, so the seals look alike); the diagnosis comes from which parts are wrong.  The share is
-# sealed with 0.3 % tolerance.  Regenerate with ``python -m course_lib.checks.seal``.
+# Each part to zero is sealed alone ("yes" or "no", no hint, so the seals look alike); the diagnosis
+# comes from which parts are wrong.  The share is sealed with 0.3 % tolerance.
 
 TYS_NEW_BLOCK_REASON = SEALED["lesson3/tys_new_block_reason"]
 TYS_NEW_BLOCK_ZEROED = {part: SEALED[f"lesson3/tys_new_block_zeroed/{part}"] for part in BLOCK_PARTS}
@@ -477,11 +476,10 @@ def check_tys_new_block(reason, zeroed) -> None:
     """Test-yourself 1: why a new block can be added without breaking a model (a choice), and
     which parts of a GPT-2-style block to zero (names from :data:`BLOCK_PARTS`).  Sealed."""
     check_sealed(_option(reason), TYS_NEW_BLOCK_REASON)
-    if isinstance(zeroed, str) or not hasattr(zeroed, "__iter__"):
-        raise CheckFailed(H["tys_new_block"]["a_set"])
+    _first("tys_new_block", "tys_new_block_zeroed", a_set=isinstance(zeroed, str) or not hasattr(zeroed, "__iter__"))
     got = {_option(z) for z in zeroed}
-    if unknown := sorted(str(z) for z in got if z not in BLOCK_PARTS):
-        raise CheckFailed(H["tys_new_block"]["unknown"].format(unknown=unknown, parts=", ".join(BLOCK_PARTS)))
+    unknown = sorted(str(z) for z in got if z not in BLOCK_PARTS)
+    _first("tys_new_block", "tys_new_block_zeroed", dict(unknown=unknown, parts=", ".join(BLOCK_PARTS)), unknown=unknown)
     wrong = []
     for part in BLOCK_PARTS:  # every part is checked (and published for the grader), then one diagnosis
         try:
@@ -489,8 +487,7 @@ def check_tys_new_block(reason, zeroed) -> None:
         except CheckFailed:
             wrong.append(part)
     extra, missing = [p for p in wrong if p in got], [p for p in wrong if p not in got]
-    if extra or missing:
-        raise CheckFailed(H["tys_new_block"]["mixed" if extra and missing else "missing" if missing else "extra"])
+    _first("tys_new_block", "tys_new_block_zeroed", mixed=extra and missing, missing=missing, extra=extra)
 
 
 def check_tys_long_tests(reason, eight_step_share) -> None:
