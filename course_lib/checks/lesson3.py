@@ -46,7 +46,7 @@ _close = partial(close, rtol=_ATOL, atol=_ATOL)
 
 
 def _drawn(name: str, draw) -> tuple:
-    """One input made at run time, ``draw(rng)`` from exercise ``name``'s seeded generator (the
+    """One input made at run time, ``draw(rng)`` with exercise ``name``'s seeded generator (so the
     grader's run of the model answer draws the same): each visible test tries one."""
     return (draw(random.Random(f"lesson3/{name}")),)
 
@@ -267,10 +267,9 @@ _INPUTS = ("attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight", "ml
 
 
 def check_no_op(fn, blocks: Sequence[Mapping] = (*NO_OP_BLOCKS, *RANDOM_NO_OP_BLOCKS)) -> None:
-    """Check ``fn(block) -> block``: the block changed in place so that it returns its input
-    exactly (``torch.equal``), by zeroing only what writes into the stream (attention's output
-    projection and the feed-forward down projection, weights and biases); every other parameter
-    keeps its value.  ``blocks``: specs for :func:`toy_block`."""
+    """Check ``fn(block) -> block``: the block changed in place to return its input exactly
+    (``torch.equal``) by zeroing only what writes into the stream (attn.out_proj and mlp.down,
+    weights and biases), every other parameter as it was.  ``blocks``: specs for :func:`toy_block`."""
     for spec in blocks:
         block = toy_block(**spec)
         before = {n: p.detach().clone() for n, p in block.named_parameters()}
@@ -431,10 +430,9 @@ _HOW = {"ff": "feed-forward pruned", "kv": "key/value heads shared",
 
 
 def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RANDOM_REPORT)) -> None:
-    """Check ``fn(original, compressed, task) -> {"attention", "feed_forward", "one_step",
-    "eight_step"}``: parameters removed from the attention layers and from the feed-forward
-    layers (all blocks), and the compressed model's share of 1-step and of 8-step items of
-    ``task`` answered wholly right.  ``cases``: specs for :func:`compressed_model`."""
+    """Check ``fn(original, compressed, task) -> {"attention", "feed_forward", "one_step", "eight_step"}``:
+    parameters removed from the attention and from the feed-forward layers (all blocks), and the compressed
+    model's share of 1-step and of 8-step items of ``task`` wholly right.  ``cases``: :func:`compressed_model`'s."""
     task, original, h = chain_task(), load_chain_model()[0], H["compression_report"]
     for case in cases:
         compressed = compressed_model(**case)
