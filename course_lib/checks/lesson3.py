@@ -1,10 +1,8 @@
-"""Checks for lesson 3, "The block": a block's two notes to the residual stream, a block counted
-by part, a no-op block and one added to a model, neuron scores and pruning, a compression report
-and two sealed test-yourself questions.  Each compares with an independent reference (course_lib's
-block, counters and compression, which the learner's functions may not call) on the visible
-inputs, one made at run time (seeded) and the hidden tests' own; a failure names the likely
-mistake (words: hints/lesson3.toml) without the expected value; a pass publishes records.  Test
-blocks and models have every parameter drawn at random, biases and norms included.
+"""Checks for lesson 3, "The block": a block's two notes to the stream, a block counted by part,
+a no-op block, pruning, a compression report, two sealed test-yourself questions.  Each compares
+with course_lib's block, counters and compression (which the learner's functions may not call) on
+the visible inputs, one made at run time (seeded) and the hidden tests'; a failure names the likely
+mistake (hints/lesson3.toml), never the expected value.  Test models have every parameter random.
 """
 from __future__ import annotations
 
@@ -47,40 +45,38 @@ _ATOL = 1e-5
 _close = partial(close, rtol=_ATOL, atol=_ATOL)
 
 
-def _random(name: str) -> random.Random:
-    """One exercise's seeded generator: the grader's run of the model answer draws the same inputs."""
-    return random.Random(f"lesson3/{name}")
+def _drawn(name: str, draw) -> tuple:
+    """One input made at run time, ``draw(rng)`` with exercise ``name``'s seeded generator (so the
+    grader's run of the model answer draws the same): each visible test tries one."""
+    return (draw(random.Random(f"lesson3/{name}")),)
 
 
-def _random_block(name: str) -> dict:
-    r = _random(name)
+def _random_block(r: random.Random) -> dict:
     return dict(style=r.choice(STYLES), d_model=r.choice((16, 24, 48)), n_heads=r.choice((2, 4)),
                 seed=r.randint(100, 10_000))
 
 
-# Inputs made at run time (seeded): each visible test tries one, so a fixed answer fails there.
-RANDOM_STREAM_BLOCKS, RANDOM_NO_OP_BLOCKS = (_random_block("stream"),), (_random_block("no_op"),)
-_r = _random("sizes")
-RANDOM_SIZES = (dict(d_model=64 * _r.randint(4, 40), d_ff=16 * _r.randint(40, 400), style=_r.choice(STYLES)),)
-_r = _random("add_block")
-_n = _r.randint(2, 3)
-RANDOM_ADD = (dict(model="toy", n_layers=_n, seed=_r.randint(100, 10_000), where=_r.randint(0, _n)),)
-_r = _random("neurons")
-RANDOM_LAYERS = (dict(d_model=_r.randint(8, 40), d_ff=_r.randint(41, 80), seed=_r.randint(100, 10_000)),)
-RANDOM_PRUNE = (dict(model="chain", k=_random("prune").randint(8, 60)),)
-RANDOM_REPORT = (dict(how="ff", k=_random("report").randint(8, 60)),)
-del _r, _n
+RANDOM_STREAM_BLOCKS, RANDOM_NO_OP_BLOCKS = _drawn("stream", _random_block), _drawn("no_op", _random_block)
+RANDOM_SIZES = _drawn("sizes", lambda r: dict(d_model=64 * r.randint(4, 40), d_ff=16 * r.randint(40, 400),
+                                              style=r.choice(STYLES)))
+RANDOM_ADD = _drawn("add_block", lambda r: dict(model="toy", n_layers=(n := r.randint(2, 3)),
+                                                seed=r.randint(100, 10_000), where=r.randint(0, n)))
+RANDOM_LAYERS = _drawn("neurons", lambda r: dict(d_model=r.randint(8, 40), d_ff=r.randint(41, 80),
+                                                 seed=r.randint(100, 10_000)))
+RANDOM_PRUNE = _drawn("prune", lambda r: dict(model="chain", k=r.randint(8, 60)))
+RANDOM_REPORT = _drawn("report", lambda r: dict(how="ff", k=r.randint(8, 60)))
 
 
 # --- test material -------------------------------------------------------------------------
 
-def _shake(module: torch.nn.Module, seed: int) -> None:
-    """Every parameter drawn at random (norm weights around 1), so a bias left in place shows."""
+def _shake(module: torch.nn.Module, seed: int) -> torch.nn.Module:
+    """``module`` with every parameter drawn at random (norm weights around 1), so a bias left in place shows."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in module.named_parameters():
             noise = 0.3 * torch.randn(p.shape, generator=g, dtype=p.dtype)
             p.copy_(1 + noise if "norm" in name and name.endswith("weight") else noise)
+    return module
 
 
 def _shape(style: str, d_model: int, n_heads: int, n_kv_heads, d_ff, n_layers=1, d_vocab=16, n_ctx=16):
@@ -96,9 +92,7 @@ def _shape(style: str, d_model: int, n_heads: int, n_kv_heads, d_ff, n_layers=1,
 def toy_block(style="gpt2", d_model=32, n_heads=4, n_kv_heads=None, d_ff=None, seed=0):
     """A TransformerBlock of ``style`` (``gpt2``: LayerNorm, biases, GELU; ``llama``: RMSNorm, no
     biases, SwiGLU; no rotary positions) with random parameters."""
-    block = TransformerBlock(_shape(style, d_model, n_heads, n_kv_heads, d_ff))
-    _shake(block, seed)
-    return block.eval()
+    return _shake(TransformerBlock(_shape(style, d_model, n_heads, n_kv_heads, d_ff)), seed).eval()
 
 
 def zero_input_projections(block: TransformerBlock) -> TransformerBlock:
@@ -115,9 +109,7 @@ def zero_input_projections(block: TransformerBlock) -> TransformerBlock:
 
 def toy_feed_forward(d_model=32, d_ff=64, seed=0):
     """A GELU FeedForward (with biases) with random parameters."""
-    mlp = FeedForward(d_model, d_ff, "gelu")
-    _shake(mlp, seed)
-    return mlp
+    return _shake(FeedForward(d_model, d_ff, "gelu"), seed)
 
 
 def toy_model(model="chain", n_layers=2, d_model=16, n_heads=4, d_ff=24, seed=0):
@@ -127,9 +119,7 @@ def toy_model(model="chain", n_layers=2, d_model=16, n_heads=4, d_ff=24, seed=0)
         return load_chain_model()[0]
     if model != "toy":
         raise ValueError(f"model={model!r} is not one of chain, toy")
-    m = TinyGPT(_shape("gpt2", d_model, n_heads, None, d_ff, n_layers=n_layers))
-    _shake(m, seed)
-    return m.eval()
+    return _shake(TinyGPT(_shape("gpt2", d_model, n_heads, None, d_ff, n_layers=n_layers)), seed).eval()
 
 
 def _inputs(d_model: int, seed: int) -> torch.Tensor:
@@ -139,8 +129,8 @@ def _inputs(d_model: int, seed: int) -> torch.Tensor:
 
 def _tokens(model, seed: int) -> torch.Tensor:
     """Tokens (batch 4, pos up to 12)."""
-    s = model.shape
-    return torch.randint(0, s.d_vocab, (4, min(s.n_ctx, 12)), generator=torch.Generator().manual_seed(2000 + seed))
+    return torch.randint(0, model.shape.d_vocab, (4, min(model.shape.n_ctx, 12)),
+                         generator=torch.Generator().manual_seed(2000 + seed))
 
 
 # --- the shared steps of this lesson's checks: how an input is written, which mistake it is ---
@@ -150,11 +140,12 @@ def _describe(spec: Mapping) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in spec.items())
 
 
-def _first(exercise: str, label: str, fields: Mapping | None = None, **when) -> None:
+def _first(exercise: str, label: str, fields: Mapping | None = None, like=None, **when) -> None:
     """Fail with ``label: `` and the words (hints/lesson3.toml, ``fields`` filled in) of the first
     mistake of ``exercise`` whose condition in ``when`` holds (:func:`~.exercise.name_mistake`:
-    a callable is called only when reached)."""
-    name_mistake(label, {H[exercise][key].format(**(fields or {})): c for key, c in when.items()}, ": ")
+    a callable is called only when reached); a tensor condition holds if tensor ``like`` is close to it."""
+    name_mistake(label, {H[exercise][key].format(**(fields or {})): partial(_close, like, c)
+                         if isinstance(c, torch.Tensor) else c for key, c in when.items()}, ": ")
 
 
 def _tensor(x, shape, what: str, names: str | None = None) -> torch.Tensor:
@@ -208,15 +199,14 @@ def check_stream_parts(fn, blocks: Sequence[Mapping] = (*STREAM_BLOCKS, *RANDOM_
             a, m = (_tensor(r, x.shape, w, names) for r, w in zip(result, what))
             ref_a = block.attn(block.norm_1(x))
             ref_m = block.mlp(block.norm_2(x + ref_a))
-            if not _close(a, ref_a):
-                _first("stream_parts", f"{label}[0]", attn_of_x=_close(a, block.attn(x)),
-                       stream_after_attention=_close(a, x + ref_a))
-                raise CheckFailed(f"{what[0]}, is not right")
-            if not _close(m, ref_m):
-                _first("stream_parts", f"{label}[1]", ff_before_attention=_close(m, block.mlp(block.norm_2(x))),
-                       ff_no_norm=_close(m, block.mlp(x + ref_a)), ff_norm_1=_close(m, block.mlp(block.norm_1(x + ref_a))),
-                       stream_after_block=_close(m, x + ref_a + ref_m), both_notes=_close(m, ref_a + ref_m))
-                raise CheckFailed(f"{what[1]}, is not right")
+            slips = (dict(attn_of_x=block.attn(x), stream_after_attention=x + ref_a),
+                     dict(ff_before_attention=block.mlp(block.norm_2(x)), ff_no_norm=block.mlp(x + ref_a),
+                          ff_norm_1=block.mlp(block.norm_1(x + ref_a)), stream_after_block=x + ref_a + ref_m,
+                          both_notes=ref_a + ref_m))
+            for i, (got, ref) in enumerate(((a, ref_a), (m, ref_m))):
+                if not _close(got, ref):
+                    _first("stream_parts", f"{label}[{i}]", like=got, **slips[i])
+                    raise CheckFailed(f"{what[i]}, is not right")
             for got, ref, w in ((a, ref_a, what[0]), (m, ref_m, what[1])):  # records for the grader
                 check_close(got, ref, what=w, rtol=_ATOL, atol=_ATOL)
 
@@ -277,10 +267,9 @@ _INPUTS = ("attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight", "ml
 
 
 def check_no_op(fn, blocks: Sequence[Mapping] = (*NO_OP_BLOCKS, *RANDOM_NO_OP_BLOCKS)) -> None:
-    """Check ``fn(block) -> block``: the block changed in place so that it returns its input
-    exactly (``torch.equal``), by zeroing only what writes into the stream (attention's output
-    projection and the feed-forward down projection, weights and biases); every other parameter
-    keeps its value.  ``blocks``: specs for :func:`toy_block`."""
+    """Check ``fn(block) -> block``: the block changed in place to return its input exactly
+    (``torch.equal``) by zeroing only what writes into the stream (attn.out_proj and mlp.down,
+    weights and biases), every other parameter as it was.  ``blocks``: specs for :func:`toy_block`."""
     for spec in blocks:
         block = toy_block(**spec)
         before = {n: p.detach().clone() for n, p in block.named_parameters()}
@@ -369,10 +358,9 @@ def check_neuron_scores(fn, layers: Sequence[Mapping] = (*NEURON_LAYERS, *RANDOM
             expected = neuron_scores(mlp)
             if not _close(got, expected):
                 r_up, r_down = up.norm(dim=1), down.norm(dim=0)
-                _first("neuron_scores", label, up_only=_close(got, r_up), down_only=_close(got, r_down),
-                       added=_close(got, r_up + r_down), squared=_close(got, r_up ** 2 * r_down ** 2),
-                       with_bias=_close(got, torch.cat([up, mlp.up.bias[:, None]], 1).norm(dim=1) * r_down),
-                       transposed=square and _close(got, up.norm(dim=0) * down.norm(dim=1)), wrong=True)
+                _first("neuron_scores", label, like=got, up_only=r_up, down_only=r_down, added=r_up + r_down,
+                       squared=r_up ** 2 * r_down ** 2, with_bias=torch.cat([up, mlp.up.bias[:, None]], 1).norm(dim=1) * r_down,
+                       transposed=square and up.norm(dim=0) * down.norm(dim=1), wrong=True)
             check_close(got, expected, what=label, rtol=_ATOL, atol=_ATOL)
 
 
@@ -442,10 +430,9 @@ _HOW = {"ff": "feed-forward pruned", "kv": "key/value heads shared",
 
 
 def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RANDOM_REPORT)) -> None:
-    """Check ``fn(original, compressed, task) -> {"attention", "feed_forward", "one_step",
-    "eight_step"}``: parameters removed from the attention layers and from the feed-forward
-    layers (all blocks), and the compressed model's share of 1-step and of 8-step items of
-    ``task`` answered wholly right.  ``cases``: specs for :func:`compressed_model`."""
+    """Check ``fn(original, compressed, task) -> {"attention", "feed_forward", "one_step", "eight_step"}``:
+    parameters removed from the attention and from the feed-forward layers (all blocks), and the compressed
+    model's share of 1-step and of 8-step items of ``task`` wholly right.  ``cases``: :func:`compressed_model`'s."""
     task, original, h = chain_task(), load_chain_model()[0], H["compression_report"]
     for case in cases:
         compressed = compressed_model(**case)
@@ -457,8 +444,8 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
             raise CheckFailed(f"{label}: return a dict with keys {', '.join(map(repr, REPORT_KEYS))}, got " + (
                 f"the keys {sorted(map(str, got))}" if isinstance(got, Mapping) else type(got).__name__))
         (a0, f0), (a1, f1) = _part_sizes(original), _part_sizes(compressed)
+        whole = a0 - a1 + f0 - f1
         for part, removed, left in (("attention", a0 - a1, a1), ("feed_forward", f0 - f1, f1)):
-            whole = a0 - a1 + f0 - f1
             check_value(got[part], removed, what=f"{label}[{part!r}]", integer=True, mistakes=_named(
                 h, left=left, sign=-removed, whole=whole if removed != whole else None, lost_too=0 if removed else None))
         one, eight = task.accuracy(compressed, 1), task.accuracy(compressed, LONG_STEPS)
@@ -473,9 +460,8 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
 
 
 # --- test yourself (sealed: neither this file nor a message shows the answers) ----------------
-# Each part to zero is sealed alone ("yes" or "no", salt lesson3/tys_new_block_zeroed/<part>, no
-# hint, so the seals look alike); the diagnosis comes from which parts are wrong.  The share is
-# sealed with 0.3 % tolerance.  Regenerate with ``python -m course_lib.checks.seal``.
+# Each part to zero is sealed alone ("yes" or "no", no hint, so the seals look alike); the diagnosis
+# comes from which parts are wrong.  The share is sealed with 0.3 % tolerance.
 
 TYS_NEW_BLOCK_REASON = SEALED["lesson3/tys_new_block_reason"]
 TYS_NEW_BLOCK_ZEROED = {part: SEALED[f"lesson3/tys_new_block_zeroed/{part}"] for part in BLOCK_PARTS}
@@ -488,11 +474,10 @@ def check_tys_new_block(reason, zeroed) -> None:
     """Test-yourself 1: why a new block can be added without breaking a model (a choice), and
     which parts of a GPT-2-style block to zero (names from :data:`BLOCK_PARTS`).  Sealed."""
     check_sealed(_option(reason), TYS_NEW_BLOCK_REASON)
-    if isinstance(zeroed, str) or not hasattr(zeroed, "__iter__"):
-        raise CheckFailed(H["tys_new_block"]["a_set"])
+    _first("tys_new_block", "tys_new_block_zeroed", a_set=isinstance(zeroed, str) or not hasattr(zeroed, "__iter__"))
     got = {_option(z) for z in zeroed}
-    if unknown := sorted(str(z) for z in got if z not in BLOCK_PARTS):
-        raise CheckFailed(H["tys_new_block"]["unknown"].format(unknown=unknown, parts=", ".join(BLOCK_PARTS)))
+    unknown = sorted(str(z) for z in got if z not in BLOCK_PARTS)
+    _first("tys_new_block", "tys_new_block_zeroed", dict(unknown=unknown, parts=", ".join(BLOCK_PARTS)), unknown=unknown)
     wrong = []
     for part in BLOCK_PARTS:  # every part is checked (and published for the grader), then one diagnosis
         try:
@@ -500,8 +485,7 @@ def check_tys_new_block(reason, zeroed) -> None:
         except CheckFailed:
             wrong.append(part)
     extra, missing = [p for p in wrong if p in got], [p for p in wrong if p not in got]
-    if extra or missing:
-        raise CheckFailed(H["tys_new_block"]["mixed" if extra and missing else "missing" if missing else "extra"])
+    _first("tys_new_block", "tys_new_block_zeroed", mixed=extra and missing, missing=missing, extra=extra)
 
 
 def check_tys_long_tests(reason, eight_step_share) -> None:
