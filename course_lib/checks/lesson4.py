@@ -51,19 +51,17 @@ RANDOM_CASES = {name: draw(random.Random(f"lesson4/{name}")) for name, draw in d
     crossover=lambda r: r.randrange(64, 8193, 64),
     score_bytes=lambda r: dict(n_tokens=r.randint(100, 50_000), n_heads=r.randint(1, 64),
                                bytes_per_number=r.choice((1, 4))),
-    update=lambda r: dict(batch=(r.randint(1, 3),), block_q=r.randint(2, 8), block_k=r.randint(2, 8),
-                          d_v=r.randint(2, 8), first=r.random() < 0.5, scale=r.choice((1.0, 30.0)),
-                          seed=r.randint(10, 999)),
+    update=lambda r: dict(batch=(r.randint(1, 3),), block_q=r.randint(2, 8), block_k=r.randint(2, 8), d_v=r.randint(2, 8),
+                          first=r.random() < 0.5, scale=r.choice((1.0, 30.0)), seed=r.randint(10, 999)),
     tiled=lambda r: dict(shape=(r.randint(1, 2), r.randint(1, 3), r.randint(10, 60), r.choice((4, 8, 16))),
                          causal=r.random() < 0.5, block=r.randint(4, 20), seed=r.randint(10, 999)),
     longest_input=lambda r: (lambda h: dict(d_model=64 * h, n_layers=r.randint(2, 48), n_heads=h,
                                             n_tokens=r.randint(256, 65_536)))(r.randint(2, 40)),
 ).items()}
-"""The input each visible test draws at run time from ``random.Random("lesson4/<exercise>")``
-(the same on every run; labelled :data:`RANDOM_TAG`), so an answer ignoring its arguments fails."""
+"""The input each visible test draws at run time from ``random.Random("lesson4/<exercise>")`` (the same on every run;
+labelled :data:`RANDOM_TAG`), so an answer ignoring its arguments fails."""
 
-# The visible tests' inputs, each list ending in its run-time one.  Rotary: positions up to
-# 131,071, where float32 angles are off.
+# The visible tests' inputs, each list ending in its run-time one.  Rotary: positions up to 131,071 (float32 is off).
 PERMUTATION_CASES = (dict(d_model=32, n_heads=4, batch=2, pos=7, causal=False, positions="none", seed=0),
                      dict(d_model=32, n_heads=4, batch=2, pos=7, causal=True, positions="none", seed=1),
                      RANDOM_CASES["permutation"])
@@ -83,11 +81,9 @@ CROSSOVER_D_MODELS = (768, RANDOM_CASES["crossover"])
 
 VENDOR_QUESTIONS = dict(
     a="What are latency and cost per request with an input of 128,000 tokens?",
-    b="How accurate is it at 128,000 tokens when the fact it needs sits at the start, in the middle, "
-      "or at the end of the input?",
-    c="Was it trained at 128,000 tokens, or trained shorter and extended afterwards?",
-    d="Does the serving stack use tiled attention (FlashAttention or similar), or does it build the "
-      "full score matrix?",
+    b="How accurate is it at 128,000 tokens when the fact it needs sits at the start, in the middle, or at the end of the "
+      "input?", c="Was it trained at 128,000 tokens, or trained shorter and extended afterwards?",
+    d="Does the serving stack use tiled attention (FlashAttention or similar), or does it build the full score matrix?",
     e="How many parameters does the model have in its embedding table?", f="How fast is it on a 200-token prompt?",
     g="Does it use LayerNorm or RMSNorm?",
     h="How accurate is it at 128,000 tokens when the fact it needs is always at the end?")
