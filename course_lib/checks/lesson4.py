@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import random
 from contextlib import nullcontext, suppress
+from functools import partial
 from typing import Callable, Mapping, Sequence
 
 import torch
@@ -442,12 +443,6 @@ def tiled_case(case: Mapping):
     return torch.randn(3, *case["shape"], generator=torch.Generator().manual_seed(5000 + case["seed"])).unbind(0)
 
 
-def _masked(q, k, v, diagonal: int):
-    """Attention where query i sees keys j <= i + diagonal."""
-    allowed = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril(diagonal)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
-
-
 def _seen(q, k, v, sees: Callable):
     """Attention where query i sees key j if ``sees(i, j)`` (i a column of positions, j a row)."""
     n_q, n_k = q.shape[-2], k.shape[-2]
@@ -484,14 +479,13 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
             raise CheckFailed(f"{what}: {words['nan']}" + ("" if causal else f" {words['not_causal']}"))
 
         def mistakes():
-            return _named("tiled", no_scale=F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=1.0),
-                          scale_d=F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=1.0 / d),
+            att, sees = partial(F.scaled_dot_product_attention, q, k, v), partial(_seen, q, k, v)
+            return _named("tiled", no_scale=att(is_causal=causal, scale=1.0), scale_d=att(is_causal=causal, scale=1 / d),
                           short_keys=short_keys, **(dict(
-                              no_mask=F.scaled_dot_product_attention(q, k, v), next_key=_masked(q, k, v, 1),
-                              own_key=_masked(q, k, v, -1), tile_mask=_seen(q, k, v, lambda i, j: j < (
-                                  i // block + 1) * block)) if causal else dict(
-                              unasked_mask=F.scaled_dot_product_attention(q, k, v, is_causal=True)))) | _fixed_scale(
-                "tiled", d, lambda c: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=c ** -0.5))
+                              no_mask=att(), next_key=sees(lambda i, j: j <= i + 1), own_key=sees(lambda i, j: j <= i - 1),
+                              tile_mask=sees(lambda i, j: j < (i // block + 1) * block)) if causal else dict(
+                              unasked_mask=att(is_causal=True)))) | _fixed_scale(
+                "tiled", d, lambda c: att(is_causal=causal, scale=c ** -0.5))
         if not _compare(got, expected, what, 1e-4, mistakes, near):
             raise CheckFailed(f"{what} {words['other']}")
     q, k, v = tiled_case(dict(shape=(1, 1, memory_n, 32), seed=99))
