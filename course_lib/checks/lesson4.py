@@ -1,20 +1,18 @@
-"""Checks for lesson 4, "Position and context": order (a block with no positions, from
-``course_lib.block``, tried on permutations), rotary positions (``course_lib.positions``), the
-multiply-adds and bytes of the score matrix (``course_lib.flops.forward_macs`` with
-``causal=False``), the running softmax (``course_lib.tiled_attention``) and tiled attention
-(torch's ``scaled_dot_product_attention``; its memory with ``course_lib.profiling``).  Every
-input is made from a seed; the words of the named mistakes are in ``hints/lesson4.toml``, the
-test-yourself answers sealed in ``sealed_answers/lesson4.json``."""
+"""Checks for lesson 4, "Position and context": order (a ``course_lib.block`` with no positions, tried on
+permutations), rotary positions (``course_lib.positions``), the multiply-adds and bytes of the score matrix
+(``course_lib.flops.forward_macs`` with ``causal=False``), the running softmax (``course_lib.tiled_attention``) and
+tiled attention (torch's ``scaled_dot_product_attention``; its memory with ``course_lib.profiling``).  Every input is
+made from a seed; the mistakes' words are in ``hints/lesson4.toml``, the sealed answers in ``sealed_answers/``."""
 from __future__ import annotations
 
 import math
 import random
 from contextlib import nullcontext, suppress
+from functools import partial
 from typing import Callable, Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from .. import positions as _positions
 from ..block import TransformerBlock
@@ -23,16 +21,14 @@ from ..profiling import measure_peak_extra_memory
 from ..shapes import gpt2_shape
 from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
-from . import (CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, own_work,
-               watch_calls)
+from . import CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, own_work, watch_calls
 from .exercise import HIDDEN, RANDOM_TAG, Question, close, every, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
-SEALED = _load_sealed("lesson4")
-"""This assignment's sealed answers by salt (sealed_answers/lesson4.json)."""
-HINTS = _load_hints("lesson4")
-"""The words of its named mistakes (hints/lesson4.toml)."""
+SEALED, HINTS = _load_sealed("lesson4"), _load_hints("lesson4")
+"""This assignment's sealed answers by salt (sealed_answers/lesson4.json) and its mistakes' words (hints/lesson4.toml)."""
+_named = words("lesson4")  # {words of the mistake: the value it gives} for each key=value of hints/lesson4.toml
 
 LONG_CONTEXT = 131_072  # tokens in the long-context example (2^17, the "128K" of model cards)
 LONG_HEADS = 32         # heads in that example (a 7B-class shape)
@@ -56,19 +52,17 @@ RANDOM_CASES = {name: draw(random.Random(f"lesson4/{name}")) for name, draw in d
     crossover=lambda r: r.randrange(64, 8193, 64),
     score_bytes=lambda r: dict(n_tokens=r.randint(100, 50_000), n_heads=r.randint(1, 64),
                                bytes_per_number=r.choice((1, 4))),
-    update=lambda r: dict(batch=(r.randint(1, 3),), block_q=r.randint(2, 8), block_k=r.randint(2, 8),
-                          d_v=r.randint(2, 8), first=r.random() < 0.5, scale=r.choice((1.0, 30.0)),
-                          seed=r.randint(10, 999)),
+    update=lambda r: dict(batch=(r.randint(1, 3),), block_q=r.randint(2, 8), block_k=r.randint(2, 8), d_v=r.randint(2, 8),
+                          first=r.random() < 0.5, scale=r.choice((1.0, 30.0)), seed=r.randint(10, 999)),
     tiled=lambda r: dict(shape=(r.randint(1, 2), r.randint(1, 3), r.randint(10, 60), r.choice((4, 8, 16))),
                          causal=r.random() < 0.5, block=r.randint(4, 20), seed=r.randint(10, 999)),
     longest_input=lambda r: (lambda h: dict(d_model=64 * h, n_layers=r.randint(2, 48), n_heads=h,
                                             n_tokens=r.randint(256, 65_536)))(r.randint(2, 40)),
 ).items()}
-"""The input each visible test draws at run time from ``random.Random("lesson4/<exercise>")``
-(the same on every run; labelled :data:`RANDOM_TAG`), so an answer ignoring its arguments fails."""
+"""The input each visible test draws at run time from ``random.Random("lesson4/<exercise>")`` (the same on every run;
+labelled :data:`RANDOM_TAG`), so an answer ignoring its arguments fails."""
 
-# The visible tests' inputs, each list ending in its run-time one.  Rotary: positions up to
-# 131,071, where float32 angles are off.
+# The visible tests' inputs, each list ending in its run-time one.  Rotary: positions up to 131,071 (float32 is off).
 PERMUTATION_CASES = (dict(d_model=32, n_heads=4, batch=2, pos=7, causal=False, positions="none", seed=0),
                      dict(d_model=32, n_heads=4, batch=2, pos=7, causal=True, positions="none", seed=1),
                      RANDOM_CASES["permutation"])
@@ -88,11 +82,9 @@ CROSSOVER_D_MODELS = (768, RANDOM_CASES["crossover"])
 
 VENDOR_QUESTIONS = dict(
     a="What are latency and cost per request with an input of 128,000 tokens?",
-    b="How accurate is it at 128,000 tokens when the fact it needs sits at the start, in the middle, "
-      "or at the end of the input?",
-    c="Was it trained at 128,000 tokens, or trained shorter and extended afterwards?",
-    d="Does the serving stack use tiled attention (FlashAttention or similar), or does it build the "
-      "full score matrix?",
+    b="How accurate is it at 128,000 tokens when the fact it needs sits at the start, in the middle, or at the end of the "
+      "input?", c="Was it trained at 128,000 tokens, or trained shorter and extended afterwards?",
+    d="Does the serving stack use tiled attention (FlashAttention or similar), or does it build the full score matrix?",
     e="How many parameters does the model have in its embedding table?", f="How fast is it on a 200-token prompt?",
     g="Does it use LayerNorm or RMSNorm?",
     h="How accurate is it at 128,000 tokens when the fact it needs is always at the end?")
@@ -101,60 +93,42 @@ VENDOR_QUESTIONS = dict(
 
 # --- the shared steps of this lesson's checks ----------------------------------------------------
 
-_named = words("lesson4")
-"""``{words of the mistake: the value it gives}`` for each ``key=value`` of hints/lesson4.toml."""
-
-
 def _what(name: str, case, visible: Sequence, args: Mapping | str, *kinds: str) -> str:
-    """How a message names ``name`` on ``case``: by ``args`` if the visible test passes it
-    (tagged if it is the run-time one, the last of ``visible``), else by ``kinds``."""
+    """:func:`label` of ``name`` on ``case``, shown if in ``visible``, tagged if its last (the run-time one)."""
     return label(name, args, shown=is_shown(case, visible), random=case == visible[-1], kinds=kinds)
 
 
-class _AtenOps(TorchDispatchMode):
-    """Records the names of the aten operations that run inside it."""
-
-    def __init__(self):
-        super().__init__()
-        self.names: set[str] = set()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.names.add(str(func))
-        return func(*args, **(kwargs or {}))
-
-
 def _built_by_hand(fn, *args, what: str, fused_ok: bool = True, **kwargs):
-    """``fn(*args, **kwargs)``, failing if it called course_lib's positions or attention code,
-    or (``fused_ok=False``) torch's fused scaled_dot_product_attention."""
+    """``fn(*args, **kwargs)``, failing if it called course_lib's positions or attention code, or (``fused_ok=False``)
+    torch's fused scaled_dot_product_attention."""
     if not callable(fn):
         raise CheckFailed(f"{what}: expected a function, got {type(fn).__name__}")
-    found: list = []
-    ops = _AtenOps() if not fused_ok else nullcontext()  # a dispatch mode costs time: only if needed
-    with watch_calls(found, dict.fromkeys(("positions.py", "attention.py", "tiled_attention.py", "block.py"))), ops:
+    found, fused = [], []
+    with watch_calls(found, dict.fromkeys(("positions.py", "attention.py", "tiled_attention.py", "block.py"))), \
+            watch_calls(fused, c_functions=() if fused_ok else ("scaled_dot_product_attention",)):
         result = fn(*args, **kwargs)
     name = getattr(fn, "__name__", "your function")
     if found:
         raise CheckFailed(f"{name} calls course_lib's own {found[0]}: {HINTS['by_hand']['course_lib']}")
-    if not fused_ok and any("scaled_dot_product" in op for op in ops.names):
+    if fused:
         raise CheckFailed(f"{name} {HINTS['by_hand']['fused']}")
     return result
 
 
-def _tensor(got, like: torch.Tensor, what: str, shown: bool) -> torch.Tensor:
-    """``got`` as a tensor of ``like``'s shape (named only on a ``shown`` input)."""
+def _tensor(got, like: torch.Tensor, what: str) -> torch.Tensor:
+    """``got`` as a tensor of ``like``'s shape (named only if ``what`` is a shown input's label)."""
     if not isinstance(got, torch.Tensor):
         raise CheckFailed(f"{what}: expected a tensor, got {type(got).__name__}")
     if tuple(got.shape) != tuple(like.shape):
-        raise CheckFailed(f"{what}: expected shape {tuple(like.shape)} (the shape of the input), got "
-                          f"{tuple(got.shape)}" if shown else f"{what}: expected the shape of the input, got another shape")
+        raise CheckFailed(f"{what}: expected shape {tuple(like.shape)} (the shape of the input), got {tuple(got.shape)}"
+                          if HIDDEN not in what else f"{what}: expected the shape of the input, got another shape")
     return got.detach()
 
 
 def _compare(got, expected, what: str, tol: float, mistakes: Callable[[], Mapping], near=None) -> bool:
-    """True, publishing a ``close`` record at ``tol``, if ``got`` is ``near`` ``expected`` (default:
-    within ``tol·(1 + |expected|)`` elementwise, inf and NaN equal to themselves); else
-    CheckFailed naming every one of ``mistakes()`` (``{words: value}``, one equal to ``expected``
-    skipped) that ``got`` matches (two causes of one value both named); else False."""
+    """True, publishing a ``close`` record at ``tol``, if ``got`` is ``near`` ``expected`` (default: within
+    ``tol·(1 + |expected|)`` elementwise, NaN equal to NaN); else CheckFailed naming every one of ``mistakes()``
+    (``{words: value}``, one equal to ``expected`` skipped) that it matches; else False."""
     near = near or (lambda a, b: close(a, b, rtol=tol, atol=tol))
     if near(got, expected):
         check_close(got, expected, what=what, rtol=tol, atol=tol)
@@ -165,9 +139,8 @@ def _compare(got, expected, what: str, tol: float, mistakes: Callable[[], Mappin
 
 
 def _counts(fn, cases, visible, name: str, order: Sequence[str], parts: Callable, keys=()) -> None:
-    """A counting exercise: on each case, the learner's own ``fn(*case[order])`` (a dict with
-    ``keys`` if any), each of ``parts(*case[order])`` = ``{key or None: (right value, rel,
-    {words: wrong value}, *exercises it builds on)}`` through check_value."""
+    """A count: on each case, the learner's own ``fn(*case[order])`` (a dict with ``keys`` if any), each of
+    ``parts(*case[order])`` = ``{key or None: (right value, rel, {words: wrong value}, *builds on)}`` checked."""
     for case in cases:
         args = case if isinstance(case, Mapping) else {order[0]: case}
         what, values = _what(name, case, visible, args), [args[k] for k in order]
@@ -183,10 +156,8 @@ def _counts(fn, cases, visible, name: str, order: Sequence[str], parts: Callable
 # --- 1. attention cannot see order -----------------------------------------------------------
 
 def permutation_case(case: Mapping):
-    """(block, x (batch, pos, d_model), perm): a GPT-2-style block in eval mode with random weights
-    from the seed (``positions="rotary"`` rotates queries and keys inside attention; other kinds add
-    nothing inside a block), and a permutation that is not its own inverse (so using the inverse
-    by mistake shows)."""
+    """(block, x (batch, pos, d_model), perm): a GPT-2-style block in eval mode, weights from the seed (``positions=
+    "rotary"`` rotates q and k inside), and a permutation that is not its own inverse (so using the inverse shows)."""
     shape = gpt2_shape(d_model=case["d_model"], n_layers=1, n_heads=case["n_heads"], d_vocab=1, n_ctx=1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(case["seed"])
@@ -200,9 +171,8 @@ def permutation_case(case: Mapping):
 
 
 def check_commutes(fn, cases: Sequence[Mapping] = PERMUTATION_CASES) -> None:
-    """Check ``fn(block, x, perm) -> bool``: True when the block's outputs on the tokens in the
-    order ``perm`` are its outputs in that order, within rounding (decided here by the check's own
-    comparison; no positions and no mask must commute, a causal mask or rotary positions not)."""
+    """Check ``fn(block, x, perm) -> bool``: True when the block's outputs on the tokens in the order ``perm`` are its
+    outputs in that order, within rounding (no positions and no mask commute; a causal mask or rotary positions not)."""
     for case in cases:
         block, x, perm = permutation_case(case)
         rotary = case.get("positions", "none") == "rotary"
@@ -225,8 +195,7 @@ def check_commutes(fn, cases: Sequence[Mapping] = PERMUTATION_CASES) -> None:
 
 # --- 2. rotary positions ---------------------------------------------------------------------
 
-def _rotate(x, positions, base, *, sign=1.0, interleaved=False, half_exponent=False,
-            repeat_interleave=False):
+def _rotate(x, positions, base, *, sign=1.0, interleaved=False, half_exponent=False, repeat_interleave=False):
     """Rotary embedding with optional mistakes, in float64 (x: (..., pos, d_head))."""
     d, x = x.shape[-1], x.double()
     i = torch.arange(d // 2, dtype=torch.float64)
@@ -249,9 +218,8 @@ def rotary_case(case: Mapping):
     """(x (*shape) float32 from the seed, positions: the case's own, or start, start + 1, ...)."""
     x = torch.randn(*case["shape"], generator=torch.Generator().manual_seed(2000 + case["seed"]))
     x = x.to(getattr(torch, case.get("dtype", "float32")))
-    if "positions" in case:
-        return x, torch.tensor(case["positions"])
-    return x, torch.arange(case["start"], case["start"] + case["shape"][-2])
+    return x, torch.tensor(case["positions"]) if "positions" in case else torch.arange(
+        case["start"], case["start"] + case["shape"][-2])
 
 
 def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
@@ -266,7 +234,7 @@ def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
             "a base other than 10000" if base != 10000 else "", f"x in {case['dtype']}" if "dtype" in case else "")
         tol = 1e-4 if x.dtype == torch.float32 else 3e-2  # a 16-bit result is rounded to 2^-8
         expected = reference_rotary(x, positions, base)
-        got = _tensor(_built_by_hand(fn, x.clone(), positions.clone(), base, what=what), x, what, HIDDEN not in what)
+        got = _tensor(_built_by_hand(fn, x.clone(), positions.clone(), base, what=what), x, what)
         if not torch.isfinite(got).all():
             raise CheckFailed(f"{what}: the result holds NaN or inf")
         if got.dtype != x.dtype:
@@ -357,8 +325,8 @@ def _block_macs(n: int, d: int) -> dict:
 
 
 def check_block_macs(fn, cases: Sequence[Mapping] = BLOCK_MACS_CASES) -> None:
-    """Check ``fn(n_tokens, d_model) -> {"attention_scores", "weights"}``: the multiply-adds of one
-    GPT-2-style block over n_tokens with the full score matrix (``forward_macs(causal=False)``)."""
+    """Check ``fn(n_tokens, d_model) -> {"attention_scores", "weights"}``: the multiply-adds of one GPT-2-style block
+    over n_tokens with the full score matrix (``forward_macs(causal=False)``)."""
     _counts(fn, cases, BLOCK_MACS_CASES, "block_macs", ("n_tokens", "d_model"), _block_macs, MACS_KEYS)
 
 
@@ -372,8 +340,8 @@ def crossover_expected(d_model: int) -> int:
 
 
 def check_crossover(fn, d_models: Sequence[int] = CROSSOVER_D_MODELS) -> None:
-    """Check ``fn(d_model) -> n``, the length where attention's scores cost as many multiply-adds
-    as the rest of a GPT-2-style block."""
+    """Check ``fn(d_model) -> n``, the length where attention's scores cost as many multiply-adds as the rest of a
+    GPT-2-style block."""
     _counts(fn, d_models, CROSSOVER_D_MODELS, "crossover_length", ("d_model",), lambda d: {None: (
         crossover_expected(d), 1e-9, _named("crossover", twice=12 * d, projections=2 * d, ff_only=4 * d,
                                             d_model=d, squared=d * d, constant=6, upside_down=d / 6), "block_macs")})
@@ -394,15 +362,12 @@ def _score_byte_mistakes(n: int, h: int, b: float) -> dict:
 _UNSET = object()
 
 
-def check_score_bytes(fn, cases: Sequence[Mapping] = SCORE_BYTES_CASES,
-                      visible: Sequence[Mapping] = SCORE_BYTES_CASES, score_tib=_UNSET, *,
-                      then: Callable[[], None] | None = None) -> None:
-    """Check ``fn(n_tokens, n_heads, bytes_per_number) -> bytes`` of one layer's full score
-    matrices, n_tokens² per head (exact), on ``cases``; ``visible``: the ones a message may name,
-    the last of them made at run time.  Given ``score_tib`` (the fixed answer built on it,
-    :data:`check_score_tib`) or ``then`` (another such check: the capstone's), that is checked
-    too, and a failure of both is named in one message (:func:`~.exercise.every`).  The
-    capstone checks its copy of the exercise here too."""
+def check_score_bytes(fn, cases: Sequence[Mapping] = SCORE_BYTES_CASES, visible: Sequence[Mapping] = SCORE_BYTES_CASES,
+                      score_tib=_UNSET, *, then: Callable[[], None] | None = None) -> None:
+    """Check ``fn(n_tokens, n_heads, bytes_per_number) -> bytes`` of one layer's full score matrices, n_tokens² per
+    head (exact), on ``cases``; ``visible``: the ones a message may name, the last made at run time.  Given
+    ``score_tib`` (:data:`check_score_tib`) or ``then`` (another such check: the capstone's, which checks its copy of
+    the exercise here), that is checked too, a failure of both named in one message (:func:`~.exercise.every`)."""
     if score_tib is not _UNSET:
         then = lambda: check_score_tib(score_tib)  # noqa: E731
     every(lambda: _counts(fn, cases, visible, "score_matrix_bytes", ("n_tokens", "n_heads", "bytes_per_number"),
@@ -465,7 +430,7 @@ def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
                               f"{got!r:.60}")
         mistakes = _update_mistakes(state, s, v)
         for name, g, e in zip(("m", "l", "acc"), got, expected):
-            g = _tensor(g, e, f"{what}, {name}", HIDDEN not in what)
+            g = _tensor(g, e, f"{what}, {name}")
             if _compare(g, e, f"{what}, {name}", 1e-5, lambda: mistakes[name]):
                 continue
             bad = "nan" if torch.isnan(g).any() else "overflow" if (g == math.inf).any() else \
@@ -478,12 +443,6 @@ def tiled_case(case: Mapping):
     return torch.randn(3, *case["shape"], generator=torch.Generator().manual_seed(5000 + case["seed"])).unbind(0)
 
 
-def _masked(q, k, v, diagonal: int):
-    """Attention where query i sees keys j <= i + diagonal."""
-    allowed = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril(diagonal)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
-
-
 def _seen(q, k, v, sees: Callable):
     """Attention where query i sees key j if ``sees(i, j)`` (i a column of positions, j a row)."""
     n_q, n_k = q.shape[-2], k.shape[-2]
@@ -492,44 +451,42 @@ def _seen(q, k, v, sees: Callable):
 
 
 def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: int = 512) -> None:
-    """Check ``fn(q, k, v, causal, block) -> (..., n, d_head)`` against torch's
-    scaled_dot_product_attention, and that it never holds a tensor a quarter of the score matrix's
-    size, in any dtype (course_lib.profiling, at n = memory_n, block 64)."""
+    """Check ``fn(q, k, v, causal, block) -> (..., n, d_head)`` against torch's scaled_dot_product_attention, and that
+    it never holds a tensor a quarter of the score matrix's size, in any dtype (course_lib.profiling, n = memory_n)."""
     words = HINTS["tiled"]
+
+    def near(a, b):
+        return close(a, b, rtol=1e-4, atol=1e-4)
+
     for case in cases:
         (q, k, v), causal, block = tiled_case(case), case["causal"], case["block"]
         n, d = q.shape[-2], q.shape[-1]
-        what = _what("my_tiled_attention", case, TILED_CASES, {"q.shape": tuple(q.shape), "causal": causal,
-                                                               "block": block}, f"causal={causal}",
-                     "one tile longer than the input" if block >= n else
+        what = _what("my_tiled_attention", case, TILED_CASES, {"q.shape": tuple(q.shape), "causal": causal, "block": block},
+                     f"causal={causal}", "one tile longer than the input" if block >= n else
                      "a last tile shorter than the block" if n % block else "")
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         got = _tensor(_built_by_hand(fn, q.clone(), k.clone(), v.clone(), causal=causal, block=block, what=what,
-                                     fused_ok=False), expected, what, HIDDEN not in what)
+                                     fused_ok=False), expected, what)
         full = n // block * block  # the rows and keys of the whole tiles; a last one of n % block follows
         short_keys = _seen(q, k, v, lambda i, j: (j < full) & (j <= i if causal else True)) if n % block and full \
             else None
-        if short_keys is not None and not close(got, expected, rtol=1e-4, atol=1e-4):  # before NaN: rows never written
-            first = got[..., :full, :]
-            if close(first, expected[..., :full, :], rtol=1e-4, atol=1e-4) and not close(got, short_keys, rtol=1e-4,
-                                                                                         atol=1e-4):
+        if short_keys is not None and not near(got, expected) and not near(got, short_keys):  # before NaN: rows unwritten
+            if near(got[..., :full, :], expected[..., :full, :]):
                 raise CheckFailed(f"{what} is not right: {words['short_queries']}.")
-            if close(first, short_keys[..., :full, :], rtol=1e-4, atol=1e-4) and not close(got, short_keys, rtol=1e-4,
-                                                                                           atol=1e-4):
+            if near(got[..., :full, :], short_keys[..., :full, :]):
                 raise CheckFailed(f"{what} is not right: {words['short_both']}.")
         if torch.isnan(got).any():  # the reference has none
             raise CheckFailed(f"{what}: {words['nan']}" + ("" if causal else f" {words['not_causal']}"))
 
         def mistakes():
-            return _named("tiled", no_scale=F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=1.0),
-                          scale_d=F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=1.0 / d),
+            att, sees = partial(F.scaled_dot_product_attention, q, k, v), partial(_seen, q, k, v)
+            return _named("tiled", no_scale=att(is_causal=causal, scale=1.0), scale_d=att(is_causal=causal, scale=1 / d),
                           short_keys=short_keys, **(dict(
-                              no_mask=F.scaled_dot_product_attention(q, k, v), next_key=_masked(q, k, v, 1),
-                              own_key=_masked(q, k, v, -1), tile_mask=_seen(q, k, v, lambda i, j: j < (
-                                  i // block + 1) * block)) if causal else dict(
-                              unasked_mask=F.scaled_dot_product_attention(q, k, v, is_causal=True)))) | _fixed_scale(
-                "tiled", d, lambda c: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=c ** -0.5))
-        if not _compare(got, expected, what, 1e-4, mistakes):
+                              no_mask=att(), next_key=sees(lambda i, j: j <= i + 1), own_key=sees(lambda i, j: j <= i - 1),
+                              tile_mask=sees(lambda i, j: j < (i // block + 1) * block)) if causal else dict(
+                              unasked_mask=att(is_causal=True)))) | _fixed_scale(
+                "tiled", d, lambda c: att(is_causal=causal, scale=c ** -0.5))
+        if not _compare(got, expected, what, 1e-4, mistakes, near):
             raise CheckFailed(f"{what} {words['other']}")
     q, k, v = tiled_case(dict(shape=(1, 1, memory_n, 32), seed=99))
     for causal in (False, True):
@@ -560,14 +517,13 @@ VENDOR_SEALED = {c: SEALED[f"lesson4/tys_vendor/{c}"] for c in VENDOR_QUESTIONS}
 def check_tys_vendor(letters) -> None:
     """The questions worth asking a vendor about a 128,000-token context: a set of letters of
     VENDOR_QUESTIONS, as the text asks; each letter's yes or no is sealed."""
+    words = HINTS["vendor"]
     if not isinstance(letters, (set, frozenset)) or not all(isinstance(c, str) for c in letters):
-        raise CheckFailed(f"tys_vendor: expected a set of letters (strings) such as {{'a', 'x'}}, got "
-                          f"{type(letters).__name__} {letters!r:.60}" + (
-                              "" if isinstance(letters, (set, frozenset)) else f"; {HINTS['vendor']['not_set']}"))
+        raise CheckFailed(f"tys_vendor: {words['not_letters']}, got {type(letters).__name__} {letters!r:.60}" + (
+            "" if isinstance(letters, (set, frozenset)) else f"; {words['not_set']}"))
     picked = {c.strip().lower() for c in letters}
     if unknown := sorted(picked - set(VENDOR_QUESTIONS)):
-        raise CheckFailed(f"tys_vendor: {', '.join(map(repr, unknown))} is not one of the letters "
-                          f"{', '.join(VENDOR_QUESTIONS)}")
+        raise CheckFailed(f"tys_vendor: {', '.join(map(repr, unknown))} {words['unknown']} {', '.join(VENDOR_QUESTIONS)}")
     wrong = {True: 0, False: 0}  # picked but not worth asking; worth asking but left out
     for c in VENDOR_QUESTIONS:
         try:
@@ -575,11 +531,9 @@ def check_tys_vendor(letters) -> None:
         except CheckFailed:
             wrong[c in picked] += 1
     if wrong[True] or wrong[False]:  # counts only: naming a letter would give its answer away
-        raise CheckFailed(f"tys_vendor is not right: {wrong[True]} of your letters "
-                          f"{'is' if wrong[True] == 1 else 'are'} not worth asking and {wrong[False]} "
-                          f"worth asking {'is' if wrong[False] == 1 else 'are'} missing; for each "
-                          "question, ask whether its answer changes what the long context costs or "
-                          "gives you")
+        raise CheckFailed("tys_vendor is not right: " + words["counted"].format(
+            extra=wrong[True], missing=wrong[False], is_extra="is" if wrong[True] == 1 else "are",
+            is_missing="is" if wrong[False] == 1 else "are"))
 
 
 def _longest(d: int, L: int, h: int, n: int) -> dict:
@@ -596,16 +550,12 @@ def _longest(d: int, L: int, h: int, n: int) -> dict:
                 "longest_input", fp32=2 * b, all_layers=b * L, gib=b / GiB)}), "score_matrix_bytes")}
 
 
-def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES, block_macs=None,
-                        score_matrix_bytes=None) -> None:
-    """Check ``fn(d_model, n_layers, n_heads, n_tokens) -> {"block_flops", "attention_share",
-    "score_bytes_per_layer"}`` at a GPT-2-style model's longest input: forward FLOPs of all blocks
-    with full score matrices (no output head), the scores' share of them, and the bytes of one
-    layer's full 16-bit score matrices.  Given the learner's ``block_macs`` and
-    ``score_matrix_bytes`` (which ``fn`` may use), a failure on a case first re-checks them on
-    it (:func:`~course_lib.checks.exercise.requires`): a wrong one, or one that calls
-    course_lib's counter, is named as the cause ("make its test pass first"), also where ``fn``
-    raised an error of its own (a ZeroDivisionError from a block_macs that gives 0)."""
+def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES, block_macs=None, score_matrix_bytes=None) -> None:
+    """Check ``fn(d_model, n_layers, n_heads, n_tokens) -> {"block_flops", "attention_share", "score_bytes_per_layer"}``
+    at a GPT-2-style model's longest input: forward FLOPs of all blocks with full score matrices (no output head), the
+    scores' share of them, and the bytes of one layer's full 16-bit score matrices.  Given the learner's ``block_macs``
+    and ``score_matrix_bytes`` (which ``fn`` may use), a failure on a case (a wrong value, or an error of fn's own)
+    first re-checks them on it (:func:`~.exercise.requires`): a wrong one is named as the cause."""
     for case in cases:
         try:
             _counts(fn, [case], RECAP_CASES, "longest_input", ("d_model", "n_layers", "n_heads", "n_tokens"),
