@@ -444,12 +444,16 @@ def test_tiled_short_tile_and_tile_mask_are_named(fn, cases, phrase):
      "a quarter of the 512 × 512 score matrix"),
     (lambda q, k, v, causal=False, block=32: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
      "torch's scaled_dot_product_attention"),
+    (lambda q, k, v, causal=False, block=32: torch.ops.aten.scaled_dot_product_attention(q, k, v, is_causal=causal),
+     "torch's scaled_dot_product_attention"),
+    (lambda q, k, v, causal=False, block=32: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        q, k, v, is_causal=causal)[0], "torch's scaled_dot_product_attention"),  # tiled in C++: no big tensor
     (lambda q, k, v, causal=False, block=32: course_lib.tiled_attention.tiled_attention(
         q, k, v, causal=causal), "course_lib's own tiled_attention"),
     (lambda q, k, v, causal=False, block=32: course_lib.scaled_dot_product_attention(
         q, k, v, causal=causal), "course_lib's own attention"),
 ], ids=["no-scale", "scale-d", "diagonal-hidden", "leak", "mask-missing", "mask-unasked",
-        "full-matrix", "torch-sdpa", "course_lib-tiled", "course_lib-naive"])
+        "full-matrix", "torch-sdpa", "aten-sdpa", "aten-flash-cpu", "course_lib-tiled", "course_lib-naive"])
 def test_tiled_mistakes_are_named(fn, phrase):
     assert phrase in fails(L4.check_tiled_attention, fn)
 

@@ -13,6 +13,7 @@ from typing import Callable, Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .. import positions as _positions
 from ..block import TransformerBlock
@@ -98,19 +99,33 @@ def _what(name: str, case, visible: Sequence, args: Mapping | str, *kinds: str) 
     return label(name, args, shown=is_shown(case, visible), random=case == visible[-1], kinds=kinds)
 
 
+class _AtenOps(TorchDispatchMode):
+    """Records the names of the aten operations that run inside it: torch's fused attention is
+    seen however it is reached (``F.scaled_dot_product_attention``, ``torch.ops.aten``, a C++
+    fast path such as ``nn.TransformerEncoderLayer``'s), not only as a call from Python."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.add(str(func))
+        return func(*args, **(kwargs or {}))
+
+
 def _built_by_hand(fn, *args, what: str, fused_ok: bool = True, **kwargs):
     """``fn(*args, **kwargs)``, failing if it called course_lib's positions or attention code, or (``fused_ok=False``)
-    torch's fused scaled_dot_product_attention."""
+    torch's fused scaled_dot_product_attention (any aten op of that name)."""
     if not callable(fn):
         raise CheckFailed(f"{what}: expected a function, got {type(fn).__name__}")
-    found, fused = [], []
-    with watch_calls(found, dict.fromkeys(("positions.py", "attention.py", "tiled_attention.py", "block.py"))), \
-            watch_calls(fused, c_functions=() if fused_ok else ("scaled_dot_product_attention",)):
+    found: list = []
+    ops = nullcontext() if fused_ok else _AtenOps()  # a dispatch mode costs time: only where needed
+    with watch_calls(found, dict.fromkeys(("positions.py", "attention.py", "tiled_attention.py", "block.py"))), ops:
         result = fn(*args, **kwargs)
     name = getattr(fn, "__name__", "your function")
     if found:
         raise CheckFailed(f"{name} calls course_lib's own {found[0]}: {HINTS['by_hand']['course_lib']}")
-    if fused:
+    if not fused_ok and any("scaled_dot_product" in op for op in ops.names):
         raise CheckFailed(f"{name} {HINTS['by_hand']['fused']}")
     return result
 
