@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import numbers
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from typing import Callable, Mapping, Sequence
 
 from .. import units
@@ -21,7 +21,7 @@ from ..params import count_params, mlp_params
 from ..units import GB, GiB, dtype_bytes
 from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_sealed, check_value,
                is_shown, on_hidden, own_work, watch_calls, withheld)
-from .exercise import HIDDEN, Question, label, merged, requires
+from .exercise import HIDDEN, Question, blames, label, merged
 from .hints import load as _load_hints, words
 from .lesson4 import _UNSET, RANDOM_CASES, check_score_bytes
 from .sealed import load as _load_sealed
@@ -334,22 +334,6 @@ def check_unknown_family(fn) -> None:
         raise CheckFailed(f"{what} {did}: {words[outcome]}") from None
 
 
-@contextmanager
-def blames_size_card(size_card, cards, scenarios: Sequence[Mapping]):
-    """Around a check built on the learner's ``size_card`` (None: not given): if it fails, re-check
-    ``size_card`` on the ``cards`` and ``scenarios`` it used (:func:`requires`), so a wrong one is
-    named as the cause; a right one, or one not written yet, leaves the check's own message."""
-    try:
-        yield
-    except NotImplementedError:
-        raise
-    except Exception:  # noqa: BLE001 - a wrong result, or an error raised on size_card's numbers
-        with suppress(NotImplementedError):  # size_card not written yet: this check's own words
-            if size_card is not None:
-                requires("size_card", _size_card_right, size_card, cards, scenarios)
-        raise
-
-
 def _size_card_right(fn, cards, scenarios) -> None:
     """:func:`check_size_card`, an error ``fn`` raises on these cards failing it too."""
     try:
@@ -364,7 +348,7 @@ def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Map
     """``fn(cards, context, gpu_memory_bytes, dtype) -> {name: requests}`` holding exactly the
     cards that can serve each scenario (:func:`expected_servable`), with the requests that fit.
     Given the learner's ``size_card`` (which ``fn`` uses), a failure on a scenario blames it if
-    it is wrong there on a card whose positions cover the context (:func:`blames_size_card`)."""
+    it is wrong there on a card whose positions cover the context (:func:`~.exercise.blames`)."""
     (configs, args), words = _cases(cards, scenarios), HINTS["servable"]
     cards_shown = not isinstance(cards, Mapping) and tuple(cards) == CANDIDATES
     card = {n: n if cards_shown else "a card" for n in configs}  # a hidden test's cards: not named
@@ -373,7 +357,7 @@ def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Map
         what = (_label("servable", f"{len(configs)} cards", context, memory, dtype) if shown else
                  on_hidden("servable", "the shipped candidates" if cards_shown else "hidden cards"))
         reach = {n: c for n, c in configs.items() if context_limit(c) >= context}  # the others' sizes: no matter
-        with blames_size_card(size_card, reach, [sc]):
+        with blames(("size_card", _size_card_right, size_card, reach, [sc])):
             result = own_reading(fn, copy.deepcopy(configs), context, memory, dtype)
             if not isinstance(result, Mapping):
                 raise CheckFailed(f"{what}: " + words["not_a_dict"].format(type=type(result).__name__))
@@ -397,9 +381,9 @@ def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Map
 def _sealed_dict(what: str, *keys: str, cards=(), scenarios: Sequence[Mapping] = ()) -> Callable:
     """A check of a dict answer holding ``keys``, each compared with its sealed answer
     ``capstone/<what>/<key>`` in order; ``check(answer, size_card)`` also blames size_card on
-    the ``cards`` and ``scenarios`` the answer is built from (:func:`blames_size_card`)."""
+    the ``cards`` and ``scenarios`` the answer is built from (:func:`~.exercise.blames`)."""
     def check(answer, size_card=None) -> None:
-        with blames_size_card(size_card, cards, scenarios):
+        with blames(("size_card", _size_card_right, size_card, cards, scenarios)):
             got = as_keyed(answer, keys, what)
             for key in keys:
                 check_sealed(got[key], SEALED[f"capstone/{what}/{key}"])

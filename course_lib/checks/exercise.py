@@ -22,7 +22,7 @@ kind only (:func:`~course_lib.checks.on_hidden`): no values, shapes or names.
 from __future__ import annotations
 
 import inspect
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Mapping, Sequence
@@ -121,6 +121,26 @@ def requires(name: str, check: Callable, *args, **kwargs) -> None:
     except CheckFailed:
         raise CheckFailed(f"your {name} is not right on this input: make its test pass first") \
             from None
+
+
+@contextmanager
+def blames(*earlier: tuple):
+    """Around a check built on the learner's earlier answers, each ``(name, check, answer,
+    *args)`` (``answer`` None: not given, skipped): if the block fails, with a wrong result or an
+    error of the learner's own (a ZeroDivisionError from an earlier answer's 0), each earlier
+    answer is re-checked first (:func:`requires`, ``check(answer, *args)``), so a wrong one is
+    named as the cause.  A right one, or one not written yet (NotImplementedError), leaves the
+    block's own failure; NotImplementedError from the block itself passes through."""
+    try:
+        yield
+    except NotImplementedError:
+        raise
+    except Exception:  # noqa: BLE001 - a wrong result, or an error raised on an earlier answer's numbers
+        with suppress(NotImplementedError):  # an earlier answer not written yet: the block's own words
+            for name, check, answer, *args in earlier:
+                if answer is not None:
+                    requires(name, check, answer, *args)
+        raise
 
 
 def every(*checks: Callable[[], None]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import random
-from contextlib import nullcontext, suppress
+from contextlib import nullcontext
 from functools import partial
 from typing import Callable, Mapping, Sequence
 
@@ -23,7 +23,7 @@ from ..shapes import gpt2_shape
 from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
 from . import CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, own_work, watch_calls
-from .exercise import HIDDEN, RANDOM_TAG, Question, close, every, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
+from .exercise import HIDDEN, RANDOM_TAG, Question, blames, close, every, label, merged  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -572,20 +572,12 @@ def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES, block_macs=N
     and ``score_matrix_bytes`` (which ``fn`` may use), a failure on a case (a wrong value, or an error of fn's own)
     first re-checks them on it (:func:`~.exercise.requires`): a wrong one is named as the cause."""
     for case in cases:
-        try:
+        n, d, h = case["n_tokens"], case["d_model"], case["n_heads"]
+        with blames(("block_macs", check_block_macs, block_macs, [dict(n_tokens=n, d_model=d)]),
+                    ("score_matrix_bytes", check_score_bytes, score_matrix_bytes,
+                     [dict(n_tokens=n, n_heads=h, bytes_per_number=BYTES_16BIT)])):
             _counts(fn, [case], RECAP_CASES, "longest_input", ("d_model", "n_layers", "n_heads", "n_tokens"),
                     _longest, RECAP_KEYS)
-        except NotImplementedError:
-            raise
-        except Exception:  # noqa: BLE001 - a wrong result or the learner's own error (a zero from block_macs)
-            n, d, h = case["n_tokens"], case["d_model"], case["n_heads"]
-            with suppress(NotImplementedError):  # an earlier answer not written yet: this check's own words
-                if block_macs is not None:
-                    requires("block_macs", check_block_macs, block_macs, [dict(n_tokens=n, d_model=d)])
-                if score_matrix_bytes is not None:
-                    requires("score_matrix_bytes", check_score_bytes, score_matrix_bytes,
-                             [dict(n_tokens=n, n_heads=h, bytes_per_number=BYTES_16BIT)])
-            raise
 
 
 from .tutor import announce as _announce  # noqa: E402
