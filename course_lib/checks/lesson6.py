@@ -11,6 +11,7 @@ import math
 import numbers
 import random
 from contextlib import nullcontext
+from itertools import product
 from typing import Mapping, Sequence
 
 from ..cards import load_card
@@ -89,23 +90,9 @@ def _plain(s: ModelShape) -> ModelShape:
     return s
 
 
-def _label(name: str, s: ModelShape, shown: bool, *extra, kinds=(), text: str = "") -> str:
-    """A call on card ``s``: its name and ``extra`` (or ``text``) if ``shown``, else whether it
-    is shipped, its model_type (never its name) and ``kinds``."""
-    text = text or ", ".join([s.name or f"a {s.model_type} shape", *map(str, extra)])
-    kind = f"a shipped card of model_type {s.model_type}" if s.name else "a made-up shape"
-    return label(name, text, shown=shown, kinds=(kind, *kinds))
-
-
 def _kinds(s: ModelShape) -> tuple:
     return ("a mixture of experts" if s.is_moe else "dense",
             "" if s.d_model == s.n_heads * s.d_head else "d_head is not d_model / n_heads")
-
-
-def _own(fn, what: str, *args):
-    """The learner's ``fn(*args)`` through :func:`~.exercise.call`: no course_lib counter nor
-    shortcut (:data:`_SHORTCUTS`), and an error it raises named by the input ``what``."""
-    return call(fn, what, *args, shown=HIDDEN not in what, shortcuts=_SHORTCUTS, explain_errors=True)
 
 
 def _whole(x, what: str, why: str):
@@ -119,24 +106,33 @@ def _whole(x, what: str, why: str):
         raise CheckFailed(HINTS["types"]["int"].format(what=what, why=HINTS["types"][why], got=f"{got} {x!r:.40}"))
 
 
-def _check(fn, what: str, args: tuple, returns, *parts, builds: tuple = (), counts: str = "params"):
-    """Check ``fn(*args)`` (:func:`_own`), named ``what``: read the result as ``returns`` (None:
-    one value; a text naming a tuple's values; dict keys) and compare each part ``(index, name,
-    expected, mistakes, EXACT or CLOSE)`` (index None: the whole result) with
-    :func:`check_value`, ``builds`` named on a generic failure; an EXACT part, once right, must
-    be an int (:func:`_whole`, ``counts`` says why).  Returns the result read."""
-    got = _own(fn, what, *args)
+def _check(fn, name: str, s: ModelShape | None, shown: bool, args: tuple, returns, *parts, kinds=(),
+           text: str = "", random: bool = False, builds: tuple = (), counts: str = "params"):
+    """Check the learner's ``fn(*args)`` (:func:`~.exercise.call`: no course_lib counter nor
+    shortcut, :data:`_SHORTCUTS`; an error it raises named by the input) on card ``s``, labelled
+    by ``text`` (default: the card's name and ``args[1:]``) if ``shown`` or made at run time
+    (``random``), else by whether it is shipped, its model_type (never its name) and ``kinds``.
+    Read the result as ``returns`` (None: one value; a text naming a tuple's values; dict keys)
+    and compare each part ``(index, name, expected, mistakes, EXACT or CLOSE)`` (index None: the
+    whole result) with :func:`check_value`, ``builds`` named on a generic failure; an EXACT part,
+    once right, must be an int (:func:`_whole`, ``counts`` says why).  Returns the label and the
+    result read."""
+    if s is not None:
+        text = text or ", ".join([s.name or f"a {s.model_type} shape", *map(str, args[1:])])
+        kinds = (f"a shipped card of model_type {s.model_type}" if s.name else "a made-up shape", *kinds)
+    what = label(name, text, shown=shown or random, random=random, kinds=kinds)
+    got = call(fn, what, *args, shown=shown or random, shortcuts=_SHORTCUTS, explain_errors=True)
     if returns is not None:
         got = as_tuple(got, returns.count(",") + 1, what, returns) if isinstance(returns, str) \
             else as_keyed(got, returns, what)
     with builds_on(*builds) if builds else nullcontext():
-        for index, name, expected, mistakes, tolerance in parts:
-            part = what if index is None else f"{what}[{index!r}]" + (f", {name}" if name else "")
+        for index, part_name, expected, mistakes, tolerance in parts:
+            part = what if index is None else f"{what}[{index!r}]" + (f", {part_name}" if part_name else "")
             check_value(got if index is None else got[index], expected, what=part,
                         mistakes=mistakes, **tolerance)
             if tolerance is EXACT:  # right, but the exercise asks for an int
                 _whole(got if index is None else got[index], part, counts)
-    return got
+    return what, got
 
 
 # --- grouped-query attention -----------------------------------------------------------------
@@ -161,7 +157,7 @@ def _attend(q, k, v, causal=True, scale=True, dim=-1):
 
 
 def _own_pairing(fn, what: str, *args):
-    """:func:`_own`, failing if ``fn`` lets torch pair query heads with fewer key/value heads
+    """The learner's ``fn(*args)`` (:func:`~.exercise.call`), failing if it lets torch pair query heads with fewer key/value heads
     (``scaled_dot_product_attention(..., enable_gqa=True)``), which is the exercise's work."""
     from torch.overrides import TorchFunctionMode
     found = []
@@ -175,7 +171,7 @@ def _own_pairing(fn, what: str, *args):
                 found.append(func)
             return func(*args, **kwargs)
     with Watch():
-        got = _own(fn, what, *args)
+        got = call(fn, what, *args, shown=HIDDEN not in what, shortcuts=_SHORTCUTS, explain_errors=True)
     if found:
         raise CheckFailed(HINTS["gqa"]["enable_gqa"].format(name=getattr(fn, "__name__", "your function")))
     return got
@@ -239,14 +235,11 @@ def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
                              bytes_per_number: Sequence = KV_TOKEN_BYTES) -> None:
     """Check ``fn(s, bytes_per_number) -> bytes`` one token adds to the KV cache, 2 × n_layers ×
     n_kv_heads × d_head × bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
-    for card in cards:
+    for card, b in product(cards, bytes_per_number):
         s = _plain(as_shape(card))
-        for b in bytes_per_number:
-            what = _label("kv_bytes_per_token", s, is_shown((card, b), [
-                (c, n) for c in KV_TOKEN_CARDS for n in KV_TOKEN_BYTES]), b, kinds=(
-                    heads_kind(s.n_heads, s.n_kv_heads), _kinds(s)[1]))
-            _check(fn, what, (s, b), None, (None, "", kv_cache_bytes_per_token(s, _dtype(b)),
-                                            kv_mistakes(s, b), CLOSE))
+        _check(fn, "kv_bytes_per_token", s, is_shown((card, b), [*product(KV_TOKEN_CARDS, KV_TOKEN_BYTES)]),
+               (s, b), None, (None, "", kv_cache_bytes_per_token(s, _dtype(b)), kv_mistakes(s, b), CLOSE),
+               kinds=(heads_kind(s.n_heads, s.n_kv_heads), _kinds(s)[1]))
 
 
 # --- a toy mixture-of-experts layer ----------------------------------------------------------
@@ -273,9 +266,6 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
         (layer, x), shown = moe_layer(**spec), is_shown(spec, MOE_LAYERS)
         E, k = spec["n_experts"], spec["top_k"]
         biases = "with biases" if spec["bias"] else "no biases"
-        what = label("moe_sizes", f"a layer of {E} {spec['mlp']} experts, top_k={k}"
-                     + (", with biases" if spec["bias"] else ""), shown=shown,
-                     kinds=(f"a layer of {spec['mlp']} experts", biases))
         per_token = f"(batch, pos) = {tuple(x.shape[:-1])}" if shown else "(batch, pos)"
         shape = ModelShape(d_model=spec["d_model"], n_layers=1, n_heads=1, d_ff=spec["d_ff"],
                            d_vocab=1, n_ctx=1, n_experts=E, n_experts_per_tok=k, mlp=spec["mlp"],
@@ -283,13 +273,15 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
         router, expert = router_params_per_layer(shape), mlp_params(shape)
         total = router + E * expert
         assert total == sum(p.numel() for p in layer.parameters())  # course_lib == numel
-        _, active = _check(fn, what, (layer, x), "total, active per token", (
+        what, (_, active) = _check(fn, "moe_sizes", None, shown, (layer, x), "total, active per token", (
             0, "the total", total, _hints("moe_sizes", one_token=router + k * expert,
                                          no_router=total - router, one_expert=expert,
                                          router_per_expert=E * (router + expert),
                                          weights_only=total - sum(
                                              p.numel() for n, p in layer.named_parameters()
-                                             if n.endswith("bias")) if spec["bias"] else None), EXACT))
+                                             if n.endswith("bias")) if spec["bias"] else None), EXACT),
+            text=f"a layer of {E} {spec['mlp']} experts, top_k={k}" + (", with biases" if spec["bias"] else ""),
+            kinds=(f"a layer of {spec['mlp']} experts", biases))
         with torch.no_grad():
             expected = active_params_per_token(layer, layer.run(x).routing)
         if not isinstance(active, torch.Tensor):  # the exercise asks for an integer tensor
@@ -378,11 +370,11 @@ def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
     for card in cards:
         s = _plain(as_shape(card))
         c = count_params(s)
-        _check(fn, _label("card_params", s, is_shown(card, CARD_PARAMS_CARDS), kinds=_kinds(s)),
-               (s,), "total, active", (0, "the total", c.total, total_mistakes(s), EXACT),
+        _check(fn, "card_params", s, is_shown(card, CARD_PARAMS_CARDS), (s,), "total, active", (0, "the total", c.total, total_mistakes(s), EXACT),
                (1, "the active parameters", c.active,
                 active_mistakes(s) or merged(_hints(
-                    "card_params", dense=0, dense_ff=c.total - s.n_layers * mlp_params(s))), EXACT))
+                    "card_params", dense=0, dense_ff=c.total - s.n_layers * mlp_params(s))), EXACT),
+               kinds=_kinds(s))
 
 
 # --- requests that fit -----------------------------------------------------------------------
@@ -403,16 +395,13 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
         if s.sliding_window is not None:
             raise ValueError(f"{s.name}: sliding_window={s.sliding_window} is outside this check")
         n, mem, b = case["n_tokens"], case["memory_bytes"], case.get("bytes_per_number", BYTES_16BIT)
-        what = _label("requests_that_fit", s, is_shown(case, shown_cases), kinds=(heads_kind(
-            s.n_heads, s.n_kv_heads),), text=f"{s.name or 'a shape'} (n_kv_heads={s.n_kv_heads}), "
-                      f"n_tokens={n}, memory_bytes={mem}, bytes_per_number={b}")
         if card_params is not None:
             requires("card_params", check_card_params, card_params, [s])
         if kv_bytes_per_token is not None:
             requires("kv_bytes_per_token", check_kv_bytes_per_token, kv_bytes_per_token, [s], [b])
         w, seq = weight_bytes(s, _dtype(b)), kv_cache_bytes_per_sequence(s, n, _dtype(b))
         mha_w, w2 = weight_bytes(s.with_(n_kv_heads=s.n_heads), _dtype(b)), w * BYTES_16BIT // b
-        _check(fn, what, (s, n, mem, b), None, (None, "", max(0, (mem - w) // seq), merged(_hints(
+        _check(fn, "requests_that_fit", s, is_shown(case, shown_cases), (s, n, mem, b), None, (None, "", max(0, (mem - w) // seq), merged(_hints(
             "requests_that_fit", too_big=(mem - w) // seq if w > mem else None,
             too_big_trunc=int((mem - w) / seq) if w > mem else None,
             memory_gib=max(0, (mem * GiB // GB - w) // seq),
@@ -425,7 +414,9 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
             fixed_bytes=max(0, (mem - w2) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None,
             fixed_bytes_weights=max(0, (mem - w2) // seq) if b != BYTES_16BIT else None,
             fixed_bytes_cache=max(0, (mem - w) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None)),
-            EXACT), builds=("card_params", "kv_bytes_per_token"), counts="requests")
+            EXACT), builds=("card_params", "kv_bytes_per_token"), counts="requests",
+            kinds=(heads_kind(s.n_heads, s.n_kv_heads),), text=f"{s.name or 'a shape'} (n_kv_heads="
+            f"{s.n_kv_heads}), n_tokens={n}, memory_bytes={mem}, bytes_per_number={b}")
 
 
 def _rounding(fits: float) -> dict:
@@ -453,20 +444,15 @@ def check_four_sizes(fn, cards: Sequence = FOUR_SIZES_CARDS,
                      bytes_per_number: Sequence = FOUR_SIZES_BYTES) -> None:
     """Check ``fn(s, bytes_per_number) -> {"total_params", "active_params",
     "kv_cache_bytes_per_token", "weight_bytes"}`` against course_lib's counters."""
-    for card in cards:
+    for card, b in product(cards, bytes_per_number):
         s = _plain(as_shape(card))
         c = count_params(s)
-        for b in bytes_per_number:
-            what = _label("four_sizes", s, is_shown((card, b), [
-                (c, n) for c in FOUR_SIZES_CARDS for n in FOUR_SIZES_BYTES]), b,
-                          kinds=_kinds(s)[:1])
-            _check(fn, what, (s, b), FOUR_SIZES_KEYS,
-                   ("total_params", "", c.total, total_mistakes(s), EXACT),
-                   ("active_params", "", c.active, active_mistakes(s), EXACT),
-                   ("kv_cache_bytes_per_token", "", kv_cache_bytes_per_token(s, _dtype(b)),
-                    kv_mistakes(s, b), CLOSE),
-                   ("weight_bytes", "", weight_bytes(s, _dtype(b)), weight_mistakes(s, b), CLOSE),
-                   builds=("card_params", "kv_bytes_per_token"))
+        _check(fn, "four_sizes", s, is_shown((card, b), [*product(FOUR_SIZES_CARDS, FOUR_SIZES_BYTES)]),
+               (s, b), FOUR_SIZES_KEYS, ("total_params", "", c.total, total_mistakes(s), EXACT),
+               ("active_params", "", c.active, active_mistakes(s), EXACT),
+               ("kv_cache_bytes_per_token", "", kv_cache_bytes_per_token(s, _dtype(b)), kv_mistakes(s, b), CLOSE),
+               ("weight_bytes", "", weight_bytes(s, _dtype(b)), weight_mistakes(s, b), CLOSE),
+               builds=("card_params", "kv_bytes_per_token"), kinds=_kinds(s)[:1])
 
 
 # --- the variants of 2025-26: the cache by kind of layer, fine-grained and shared experts ------
@@ -545,16 +531,15 @@ def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> Non
     ``n_tokens``, ``bytes_per_number`` (default 2)."""
     for case in cases:
         s, n, b = as_shape(case["card"]), case["n_tokens"], case.get("bytes_per_number", BYTES_16BIT)
-        what = label("kv_bytes_per_sequence", f"a shape of {s.n_layers} layers, {s.sliding_layers}"
-                     f" of them sliding with a window of {s.sliding_window}, {s.n_kv_heads} kv "
-                     f"head{'s' * (s.n_kv_heads != 1)} of {s.d_head}, {n}, {b}", random=True) if case == RANDOM_SEQ_CASE \
-            else _label("kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), n, b, kinds=(
+        random = case == RANDOM_SEQ_CASE
+        _check(fn, "kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), (s, n, b), None, (
+            None, "", kv_cache_bytes_per_sequence(s, n, _dtype(b)), seq_mistakes(s, n, b), CLOSE), kinds=(
                 "latent attention" if s.mla is not None else "every layer full attention"
                 if not s.sliding_layers else "every layer sliding"
                 if s.sliding_layers == s.n_layers else "sliding and full layers",
-                "shorter than the window" if s.sliding_layers and n <= s.sliding_window else ""))
-        _check(fn, what, (s, n, b), None, (None, "", kv_cache_bytes_per_sequence(s, n, _dtype(b)),
-                                           seq_mistakes(s, n, b), CLOSE))
+                "shorter than the window" if s.sliding_layers and n <= s.sliding_window else ""),
+            random=random, text=HINTS["labels"]["random_hybrid"].format(
+                s=s, n=n, b=b, heads="s" * (s.n_kv_heads != 1)) if random else "")
 
 
 def moe_layer_counts(s: ModelShape) -> tuple:
@@ -587,14 +572,11 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
         s = as_shape(card)
         if not s.is_moe:
             raise ValueError(f"{s.name or 'a shape'} has no experts")
-        what = label("moe_layer_params", f"d_model={s.d_model}, {s.n_experts} experts of {s.d_ff}, "
-                     f"{s.n_experts_per_tok} per token, {s.n_shared_experts} shared {s.shared_width} wide", random=True) \
-            if card == RANDOM_MOE_CARD else _label("moe_layer_params", s, is_shown(card, MOE_CARDS),
-                                                   kinds=("shared experts" if s.n_shared_experts
-                                                          else "no shared experts",))
         held, used, held_m, used_m = moe_layer_counts(s)
-        _check(fn, what, (s,), "held, used", (0, "held", held, held_m, EXACT),
-               (1, "used", used, used_m, EXACT))
+        _check(fn, "moe_layer_params", s, is_shown(card, MOE_CARDS), (s,), "held, used",
+               (0, "held", held, held_m, EXACT), (1, "used", used, used_m, EXACT), random=card == RANDOM_MOE_CARD,
+               kinds=("shared experts" if s.n_shared_experts else "no shared experts",),
+               text=HINTS["labels"]["random_shared_moe"].format(s=s) if card == RANDOM_MOE_CARD else "")
 
 
 # --- real-world examples and test yourself: sealed ---------------------------------------------
