@@ -20,9 +20,9 @@ from ..params import (attention_params_per_layer, count_params, feed_forward_par
                       mlp_params, norm_params, router_params_per_layer)
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
-from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_equal, check_value, confirm_close,
+from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_value, confirm_close,
                heads_kind, is_shown, on_hidden)
-from .exercise import HIDDEN, RANDOM_TAG, Question, call, dtype_name, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
+from .exercise import HIDDEN, RANDOM_TAG, Question, call, dtype_name, exactly, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -264,52 +264,38 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
     from ..moe import active_params_per_token
     for spec in layers:
         (layer, x), shown = moe_layer(**spec), is_shown(spec, MOE_LAYERS)
-        E, k = spec["n_experts"], spec["top_k"]
-        biases = "with biases" if spec["bias"] else "no biases"
+        E, k, mlp = spec["n_experts"], spec["top_k"], spec["mlp"]
         per_token = f"(batch, pos) = {tuple(x.shape[:-1])}" if shown else "(batch, pos)"
-        shape = ModelShape(d_model=spec["d_model"], n_layers=1, n_heads=1, d_ff=spec["d_ff"],
-                           d_vocab=1, n_ctx=1, n_experts=E, n_experts_per_tok=k, mlp=spec["mlp"],
-                           mlp_bias=spec["bias"])
+        shape = ModelShape(d_model=spec["d_model"], n_layers=1, n_heads=1, d_ff=spec["d_ff"], d_vocab=1,
+                           n_ctx=1, n_experts=E, n_experts_per_tok=k, mlp=mlp, mlp_bias=spec["bias"])
         router, expert = router_params_per_layer(shape), mlp_params(shape)
-        total = router + E * expert
+        total, bias = router + E * expert, sum(p.numel() for n, p in layer.named_parameters() if n.endswith("bias"))
         assert total == sum(p.numel() for p in layer.parameters())  # course_lib == numel
         what, (_, active) = _check(fn, "moe_sizes", None, shown, (layer, x), "total, active per token", (
-            0, "the total", total, _hints("moe_sizes", one_token=router + k * expert,
-                                         no_router=total - router, one_expert=expert,
-                                         router_per_expert=E * (router + expert),
-                                         weights_only=total - sum(
-                                             p.numel() for n, p in layer.named_parameters()
-                                             if n.endswith("bias")) if spec["bias"] else None), EXACT),
-            text=f"a layer of {E} {spec['mlp']} experts, top_k={k}" + (", with biases" if spec["bias"] else ""),
-            kinds=(f"a layer of {spec['mlp']} experts", biases))
+            0, "the total", total, _hints("moe_sizes", one_token=router + k * expert, no_router=total - router,
+                                         one_expert=expert, router_per_expert=E * (router + expert),
+                                         weights_only=total - bias if bias else None), EXACT),
+            text=f"a layer of {E} {mlp} experts, top_k={k}" + (", with biases" if bias else ""),
+            kinds=(f"a layer of {mlp} experts", "with biases" if bias else "no biases"))
         with torch.no_grad():
             expected = active_params_per_token(layer, layer.run(x).routing)
+        words = dict(what=f"{what}[1]", shape=per_token, got=type(active).__name__)
         if not isinstance(active, torch.Tensor):  # the exercise asks for an integer tensor
-            raise CheckFailed(f"{what}[1]: return the active parameters as an integer torch "
-                              f"tensor of shape {per_token}, got {type(active).__name__}")
+            raise CheckFailed(HINTS["types"]["active_tensor"].format(**words))
         if active.is_floating_point() or active.is_complex() or active.dtype == torch.bool:
-            raise CheckFailed(HINTS["types"]["active_dtype"].format(
-                what=f"{what}[1]", dtype=str(active.dtype).split(".")[-1]))
-        if tuple((got := active.detach()).shape) != tuple(expected.shape):
-            raise CheckFailed(f"{what}[1]: the active parameters should have one value per token, "
-                              f"shape {per_token}, got " + (f"shape {tuple(got.shape)}" if shown
-                                                            else "another shape"))
-        got, what = got.to(torch.int64), f"{what}[1], the active parameters"
-        if torch.equal(got, expected):  # recorded, so the grader compares it too
-            check_equal(got.tolist(), expected.tolist(), what=what)
-            continue
-        for diagnosis, wrong in _hints(
-                "moe_sizes", active_no_router=expected - router, every_expert=torch.full_like(
-                    expected, total), active_one_expert=expected - (k - 1) * expert,
-                router_top_k=expected + (k - 1) * router,
-                fixed_top_k=expected - (k - 2) * expert if k != 2 else None,
-                active_weights_only=expected - k * sum(  # the router has no bias (course_lib.moe)
-                    p.numel() for n, p in layer.experts[0].named_parameters() if n.endswith("bias"))
-                if spec["bias"] else None).items():
-            if not torch.equal(wrong, expected) and torch.equal(got, wrong):
-                raise CheckFailed(f"{what}, is not right: {diagnosis}")
-        how_many = f"{int((got != expected).sum())} of {got.numel()}" if shown else "some"
-        raise CheckFailed(f"{what}, is not right for {how_many} tokens")
+            raise CheckFailed(HINTS["types"]["active_dtype"].format(**words, dtype=str(active.dtype).split(".")[-1]))
+        if tuple((got := active.detach().to(torch.int64)).shape) != tuple(expected.shape):
+            raise CheckFailed(HINTS["types"]["active_shape"].format(**{**words, "got": f"shape {tuple(got.shape)}"
+                                                                       if shown else "another shape"}))
+        what = f"{what}[1], the active parameters"
+        if not exactly(got.tolist(), expected.tolist(), what, {d: torch.equal(got, w) and not torch.equal(
+                w, expected) for d, w in _hints(  # the router has no bias (course_lib.moe): bias / E an expert
+                    "moe_sizes", active_no_router=expected - router, every_expert=torch.full_like(expected, total),
+                    active_one_expert=expected - (k - 1) * expert, router_top_k=expected + (k - 1) * router,
+                    fixed_top_k=expected - (k - 2) * expert if k != 2 else None,
+                    active_weights_only=expected - k * bias // E if bias else None).items()}, ", is not right: "):
+            how_many = f"{int((got != expected).sum())} of {got.numel()}" if shown else "some"
+            raise CheckFailed(f"{what}, is not right for {how_many} tokens")
 
 
 # --- total and active parameters of a card ---------------------------------------------------
