@@ -20,14 +20,15 @@ from ..params import (attention_params_per_layer, count_params, feed_forward_par
                       mlp_params, norm_params, router_params_per_layer)
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
-from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_value, confirm_close,
-               heads_kind, is_shown, on_hidden)
-from .exercise import HIDDEN, RANDOM_TAG, Question, call, dtype_name, exactly, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
+from . import CheckFailed, as_keyed, as_tuple, builds_on, check_value, confirm_close, heads_kind, is_shown, on_hidden
+from .exercise import (HIDDEN, RANDOM_TAG, Question, call, dtype_name as _dtype, exactly, label,  # noqa: F401
+                       merged, name_mistake, requires)  # RANDOM_TAG: for the tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
-SEALED, HINTS = _load_sealed("lesson6"), _load_hints("lesson6")
-"""Sealed answers by salt (sealed_answers/lesson6.json); mistakes' words (hints/lesson6.toml)."""
+SEALED, HINTS, _hints = _load_sealed("lesson6"), _load_hints("lesson6"), words("lesson6")
+"""Sealed answers by salt (sealed_answers/lesson6.json); mistakes' words (hints/lesson6.toml), and
+``{words: value}`` of mistakes keyed as there (None: not on this input)."""
 SERVE_TOKENS, SERVE_MEMORY, BYTES_16BIT, MIXTRAL = 8192, 80 * GB, 2, "Mixtral-8x7B-v0.1"
 """The requests example: 8,192 tokens on an 80 GB accelerator (an H100 SXM, 80 × 10^9 bytes:
 its data sheet's figure, course_lib.units) in 16-bit; the recap's card."""
@@ -72,14 +73,6 @@ def as_shape(card) -> ModelShape:
 def seven_b(n_kv_heads: int) -> ModelShape:
     """The lesson's 7B-class shape (Llama 2 7B: 32 layers, 32 query heads of 128)."""
     return llama_shape(n_kv_heads=n_kv_heads).with_(name=f"7B-class, {n_kv_heads} kv heads")
-
-
-_hints = words("lesson6")
-"""``{words: value}`` of mistakes keyed as in hints/lesson6.toml (None: not on this input)."""
-
-
-_dtype = dtype_name
-"""The dtype course_lib's counters take for bytes_per_number (exercise.dtype_name)."""
 
 
 def _plain(s: ModelShape) -> ModelShape:
@@ -193,29 +186,22 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
             raise CheckFailed(f"{what}: return a tensor, got {type(got).__name__}")
         if tuple(got.shape) != tuple(q.shape):
             hint = f" ({HINTS['gqa']['per_kv_head']})" if got.shape[1:2] == k.shape[1:2] else ""
-            raise CheckFailed(f"{what}: the output should have the queries' shape (batch, n_heads, "
-                              "pos, d_head)" + (f" = {tuple(q.shape)}, got {tuple(got.shape)}"
-                                               if shown else ", got another shape") + hint)
+            raise CheckFailed(HINTS["gqa"]["shape"].format(what=what, got=f" = {tuple(q.shape)}, got "
+                                                           f"{tuple(got.shape)}" if shown else ", got another shape") + hint)
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         if torch.allclose(got := got.detach().to(torch.float32), expected, atol=1e-5, rtol=1e-4):
             confirm_close(got, expected, what=what, atol=1e-5, rtol=1e-4)
             continue
         g = case["n_heads"] // case["n_kv_heads"]
         ki, vi = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
-        for diagnosis, wrong in _hints(
+        name_mistake(what, {d: not torch.allclose(w, expected, atol=1e-5) and torch.allclose(
+            got, w, atol=1e-5, rtol=1e-4, equal_nan=True) for d, w in _hints(
                 "gqa", repeat=_attend(q, k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)),
                 no_mask=_attend(q, ki, vi, causal=False), no_scale=_attend(q, ki, vi, scale=False),
                 diagonal=_attend(q, ki, vi, causal="diagonal"), scale_d_head=_attend(q, ki, vi, scale="d_head"),
-                softmax_dim=_attend(q, ki, vi, dim=-2),
-                head0=_attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
-                swapped=_attend(q, vi, ki)).items():
-            if not torch.allclose(wrong, expected, atol=1e-5) and \
-                    torch.allclose(got, wrong, atol=1e-5, rtol=1e-4, equal_nan=True):
-                raise CheckFailed(f"{what} is not right: {diagnosis}")
-        if not got.isfinite().all():
-            raise CheckFailed(f"{what} is not right: {HINTS['gqa']['not_finite']}")
-        raise CheckFailed(f"{what} is not right: it differs from torch's grouped-query attention "
-                          f"by up to {float((got - expected).abs().max()):.2g}")
+                softmax_dim=_attend(q, ki, vi, dim=-2), head0=_attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
+                swapped=_attend(q, vi, ki)).items()} | {HINTS["gqa"]["not_finite"]: not got.isfinite().all()})
+        raise CheckFailed(HINTS["gqa"]["differs"].format(what=what, by=float((got - expected).abs().max())))
 
 
 # --- the KV cache per token ------------------------------------------------------------------
