@@ -373,28 +373,25 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
             requires("kv_bytes_per_token", check_kv_bytes_per_token, kv_bytes_per_token, [s], [b])
         w, seq = weight_bytes(s, _dtype(b)), kv_cache_bytes_per_sequence(s, n, _dtype(b))
         mha_w, w2 = weight_bytes(s.with_(n_kv_heads=s.n_heads), _dtype(b)), w * BYTES_16BIT // b
-        _check(fn, "requests_that_fit", s, is_shown(case, shown_cases), (s, n, mem, b), None, (None, "", max(0, (mem - w) // seq), merged(_hints(
+        up, near, fits = math.ceil((mem - w) / seq), round((mem - w) / seq), w <= mem  # rounding's slips
+        mistakes = merged(_hints(
             "requests_that_fit", too_big=(mem - w) // seq if w > mem else None,
             too_big_trunc=int((mem - w) / seq) if w > mem else None,
             memory_gib=max(0, (mem * GiB // GB - w) // seq),
             no_weights=mem // seq, mha_weights=max(0, (mem - mha_w) // seq),
-            **_rounding((mem - w) / seq) if w <= mem else {},
+            round_either=up if fits and up == near else None, round_up=up if fits and up != near else None,
+            round_nearest=near if fits and up != near else None,
             keys_only=max(0, (mem - w) // (seq // 2)),
             query_heads=max(0, (mem - w) // (seq * s.group_size)),
             active_weights=max(0, (mem - count_params(s).active * b) // seq) if s.is_moe else None,
             per_token=max(0, (mem - w) // (seq // n)) if n > 1 else None,
             fixed_bytes=max(0, (mem - w2) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None,
             fixed_bytes_weights=max(0, (mem - w2) // seq) if b != BYTES_16BIT else None,
-            fixed_bytes_cache=max(0, (mem - w) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None)),
-            EXACT), builds=("card_params", "kv_bytes_per_token"), counts="requests",
-            kinds=(heads_kind(s.n_heads, s.n_kv_heads),), text=f"{s.name or 'a shape'} (n_kv_heads="
-            f"{s.n_kv_heads}), n_tokens={n}, memory_bytes={mem}, bytes_per_number={b}")
-
-
-def _rounding(fits: float) -> dict:
-    """The requests that rounding ``fits`` up and to the nearest give, named once if the same."""
-    up, nearest = math.ceil(fits), round(fits)
-    return dict(round_either=up) if up == nearest else dict(round_up=up, round_nearest=nearest)
+            fixed_bytes_cache=max(0, (mem - w) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None))
+        _check(fn, "requests_that_fit", s, is_shown(case, shown_cases), (s, n, mem, b), None,
+               (None, "", max(0, (mem - w) // seq), mistakes, EXACT), builds=("card_params", "kv_bytes_per_token"),
+               counts="requests", kinds=(heads_kind(s.n_heads, s.n_kv_heads),), text=f"{s.name or 'a shape'} "
+               f"(n_kv_heads={s.n_kv_heads}), n_tokens={n}, memory_bytes={mem}, bytes_per_number={b}")
 
 
 # --- the four sizes (the recap) ----------------------------------------------------------------
