@@ -39,16 +39,13 @@ EXPERTS_CASE = dict(card="Mixtral-8x7B-v0.1", n_tokens=32768, memory_bytes=141 *
 GQA_CASES = (dict(batch=2, n_heads=8, n_kv_heads=2, pos=6, d_head=16, seed=0),
              dict(batch=1, n_heads=6, n_kv_heads=2, pos=5, d_head=8, seed=6))
 """Visible cases of :func:`check_gqa`: groups of 4 query heads, and of 3."""
-MOE_LAYERS = (dict(d_model=32, d_ff=48, n_experts=8, top_k=2, mlp="swiglu", bias=False, batch=2,
-                   pos=5, seed=0),
-              dict(d_model=12, d_ff=20, n_experts=4, top_k=3, mlp="gelu", bias=True, batch=1,
-                   pos=4, seed=11))
-"""Visible cases of :func:`check_moe_sizes`: Mixtral's routing at toy size; 3 of 4 experts with
-biases."""
-TOY_MOE = ModelShape(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_head=24, d_ff=80,
-                     d_vocab=300, n_ctx=64, n_experts=5, n_experts_per_tok=3, mlp="swiglu",
-                     norm="rmsnorm", positions="rotary", qkv_bias=False, out_bias=False,
-                     mlp_bias=False, tied_embeddings=True, name="lesson6.TOY_MOE, 3 of 5 experts a token")
+MOE_LAYERS = (dict(d_model=32, d_ff=48, n_experts=8, top_k=2, mlp="swiglu", bias=False, batch=2, pos=5, seed=0),
+              dict(d_model=12, d_ff=20, n_experts=4, top_k=3, mlp="gelu", bias=True, batch=1, pos=4, seed=11))
+"""Visible cases of :func:`check_moe_sizes`: Mixtral's routing at toy size; 3 of 4 experts with biases."""
+TOY_MOE = ModelShape(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_head=24, d_ff=80, d_vocab=300, n_ctx=64,
+                     n_experts=5, n_experts_per_tok=3, mlp="swiglu", norm="rmsnorm", positions="rotary",
+                     qkv_bias=False, out_bias=False, mlp_bias=False, tied_embeddings=True,
+                     name="lesson6.TOY_MOE, 3 of 5 experts a token")
 CARD_PARAMS_CARDS = (MIXTRAL, "gpt2", "gemma-2-9b", TOY_MOE)
 """Visible cards of :func:`check_card_params`: experts; a tied head, biases and learned
 positions; d_head · n_heads ≠ d_model with four norms a block; 3 experts a token, tied."""
@@ -78,8 +75,7 @@ def seven_b(n_kv_heads: int) -> ModelShape:
 def _plain(s: ModelShape) -> ModelShape:
     """``s``, if the learner's counters cover it (every shipped family but DeepSeek's extras)."""
     if s.mla is not None or s.n_shared_experts or s.n_dense_layers:
-        raise ValueError(f"{s.name or s.model_type}: latent attention, shared experts and dense "
-                         "first layers are outside this lesson's exercises")
+        raise ValueError(f"{s.name or s.model_type}: {HINTS['types']['not_plain']}")
     return s
 
 
@@ -101,15 +97,12 @@ def _whole(x, what: str, why: str):
 
 def _check(fn, name: str, s: ModelShape | None, shown: bool, args: tuple, returns, *parts, kinds=(),
            text: str = "", random: bool = False, builds: tuple = (), counts: str = "params"):
-    """Check the learner's ``fn(*args)`` (:func:`~.exercise.call`: no course_lib counter nor
-    shortcut, :data:`_SHORTCUTS`; an error it raises named by the input) on card ``s``, labelled
-    by ``text`` (default: the card's name and ``args[1:]``) if ``shown`` or made at run time
-    (``random``), else by whether it is shipped, its model_type (never its name) and ``kinds``.
-    Read the result as ``returns`` (None: one value; a text naming a tuple's values; dict keys)
-    and compare each part ``(index, name, expected, mistakes, EXACT or CLOSE)`` (index None: the
-    whole result) with :func:`check_value`, ``builds`` named on a generic failure; an EXACT part,
-    once right, must be an int (:func:`_whole`, ``counts`` says why).  Returns the label and the
-    result read."""
+    """Check the learner's ``fn(*args)`` (:func:`~.exercise.call`, no :data:`_SHORTCUTS`) on card ``s``,
+    labelled ``text`` (default: the card's name, ``args[1:]``) if ``shown`` or ``random``, else by
+    shipped or not, model_type and ``kinds``; read it as ``returns`` (None: one value; a text naming
+    a tuple's values; dict keys) and compare each part ``(index, name, expected, mistakes, EXACT or
+    CLOSE)`` with :func:`check_value` (``builds`` named on a generic failure; an EXACT one must be an
+    int, :func:`_whole` with ``counts``).  Returns the label and the result read."""
     if s is not None:
         text = text or ", ".join([s.name or f"a {s.model_type} shape", *map(str, args[1:])])
         kinds = (f"a shipped card of model_type {s.model_type}" if s.name else "a made-up shape", *kinds)
@@ -288,40 +281,35 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
 
 def total_mistakes(s: ModelShape) -> dict:
     """``{diagnosis: wrong total}`` for the usual slips in counting a card."""
-    c, L, d, E, moe, tied = count_params(s), s.n_layers, s.d_model, s.n_experts, s.is_moe, \
-        s.tied_embeddings
-    t, attn, mlp, norm, norms = c.total, attention_params_per_layer(s), mlp_params(s), \
-        norm_params(s), c.norms
+    c, L, d, E, moe, tied, q = count_params(s), s.n_layers, s.d_model, s.n_experts, s.is_moe, s.tied_embeddings, \
+        s.n_heads * s.d_head
+    t, attn, mlp, norm, norms = c.total, attention_params_per_layer(s), mlp_params(s), norm_params(s), c.norms
     no_bias = count_params(s.with_(qkv_bias=False, out_bias=False, mlp_bias=False)).total
     one_bias = {k: count_params(s.with_(**{k: False})).total if getattr(s, k) else None
                 for k in ("qkv_bias", "out_bias", "mlp_bias")}  # one kind of bias missing
     if sum(v is not None for v in one_bias.values()) < 2:
         one_bias = {}  # only one kind on this card: "biases" names it
-    q, ffs = s.n_heads * s.d_head, (E if moe else 1) * L
+    ffs, own_head = (E if moe else 1) * L, d % s.n_heads == 0 and d // s.n_heads != s.d_head
     return merged(_hints(
         "card_params", active_count=c.active if moe else None,
         no_routers=t - s.moe_layers * router_params_per_layer(s) if moe else None,
         attention_per_expert=t + (E - 1) * L * attn if moe else None,
         one_expert=t - s.moe_layers * (E - 1) * mlp if moe else None,
         tied=t + s.d_vocab * d if tied else None, untied=None if tied else t - s.d_vocab * d,
-        kv_query_heads=count_params(s.with_(n_kv_heads=s.n_heads)).total
-        if s.n_kv_heads != s.n_heads else None,
-        d_head=count_params(s.with_(d_head=d // s.n_heads)).total
-        if d % s.n_heads == 0 and d // s.n_heads != s.d_head else None,
-        gated=t - (E if moe else 1) * L * d * s.d_ff if s.mlp_matrices == 3 else None,
+        kv_query_heads=count_params(s.with_(n_kv_heads=s.n_heads)).total if s.n_kv_heads != s.n_heads else None,
+        d_head=count_params(s.with_(d_head=d // s.n_heads)).total if own_head else None,
+        gated=t - ffs * d * s.d_ff if s.mlp_matrices == 3 else None,
         no_norms=t - norms if norms else None, final_norm=t - norm if norms else None,
-        norms_per_block=t + (2 - s.norms_per_block) * L * norm
-        if norms and s.norms_per_block != 2 else None,
+        norms_per_block=t + (2 - s.norms_per_block) * L * norm if norms and s.norms_per_block != 2 else None,
         positions=t - s.n_ctx * d if s.positions == "learned" else None,
         biases=no_bias if no_bias != t else None,
-        ungated=t + (E if moe else 1) * L * d * s.d_ff if s.mlp_matrices == 2 else None,
+        ungated=t + ffs * d * s.d_ff if s.mlp_matrices == 2 else None,
         layernorm_weight=t - norms // 2 if s.norm == "layernorm" else None,
         **one_bias,
         mlp_bias_shape=t + ffs * (s.d_ff - d) if s.mlp_bias and s.d_ff != d else None,
         router_per_expert=t + (E - 1) * s.moe_layers * router_params_per_layer(s) if moe else None,
         query_width=t - L * (2 * d + s.qkv_bias) * (q - d) if q != d else None,
-        kv_d_head=t - L * (2 * d + 2 * s.qkv_bias) * s.n_kv_heads * (s.d_head - d // s.n_heads)
-        if d % s.n_heads == 0 and d // s.n_heads != s.d_head else None))
+        kv_d_head=t - L * (2 * d + 2 * s.qkv_bias) * s.n_kv_heads * (s.d_head - d // s.n_heads) if own_head else None))
 
 
 def active_mistakes(s: ModelShape) -> dict:
@@ -342,11 +330,10 @@ def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
     for card in cards:
         s = _plain(as_shape(card))
         c = count_params(s)
-        _check(fn, "card_params", s, is_shown(card, CARD_PARAMS_CARDS), (s,), "total, active", (0, "the total", c.total, total_mistakes(s), EXACT),
-               (1, "the active parameters", c.active,
-                active_mistakes(s) or merged(_hints(
-                    "card_params", dense=0, dense_ff=c.total - s.n_layers * mlp_params(s))), EXACT),
-               kinds=_kinds(s))
+        dense = merged(_hints("card_params", dense=0, dense_ff=c.total - s.n_layers * mlp_params(s)))
+        _check(fn, "card_params", s, is_shown(card, CARD_PARAMS_CARDS), (s,), "total, active",
+               (0, "the total", c.total, total_mistakes(s), EXACT),
+               (1, "the active parameters", c.active, active_mistakes(s) or dense, EXACT), kinds=_kinds(s))
 
 
 # --- requests that fit -----------------------------------------------------------------------
@@ -399,9 +386,8 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
 def weight_mistakes(s: ModelShape, b) -> dict:
     """``{diagnosis: wrong weight bytes}``."""
     c, wb = count_params(s), weight_bytes(s, _dtype(b))
-    return merged(_hints("four_sizes", active=c.active * b, params=c.total, gib=wb / GiB,
-                         gb=wb / GB, tied=wb + s.d_vocab * s.d_model * b
-                         if s.tied_embeddings else None,
+    return merged(_hints("four_sizes", active=c.active * b, params=c.total, gib=wb / GiB, gb=wb / GB,
+                         tied=wb + s.d_vocab * s.d_model * b if s.tied_embeddings else None,
                          fixed_bytes=c.total * BYTES_16BIT if b != BYTES_16BIT else None))
 
 
@@ -460,15 +446,13 @@ SEQ_CASES = (dict(card="gemma-3-1b-it", n_tokens=8192, bytes_per_number=BYTES_16
              dict(card="gpt-oss-20b", n_tokens=96, bytes_per_number=4),
              dict(card="DeepSeek-V2-Lite", n_tokens=4096, bytes_per_number=1),
              RANDOM_SEQ_CASE)
-"""Visible cases of :func:`check_kv_bytes_per_sequence`: Gemma 3 (sliding and global layers)
-past its window, gpt-oss-20b in 32-bit inside its 128-token window (so a window taken for
-min(n_tokens, window) fails), DeepSeek-V2-Lite (latent attention, 8-bit) and a shape made at run
-time past its window.  None is the lesson's 32,768-token sequence, whose caches its prose gives."""
+"""Visible cases of :func:`check_kv_bytes_per_sequence`: Gemma 3 (sliding and global layers) past its window,
+gpt-oss-20b in 32-bit inside its 128-token one (a window taken for min(n_tokens, window) fails), DeepSeek-V2-Lite
+(latent attention, 8-bit), a run-time shape past its window; not the 32,768 tokens the prose gives caches for."""
 MOE_CARDS = ("Qwen3-30B-A3B", "DeepSeek-V2-Lite", "gpt-oss-20b", "Qwen1.5-MoE-A2.7B", RANDOM_MOE_CARD)
-"""Visible cards of :func:`check_moe_layer_params`: fine-grained experts without (Qwen3) and
-with shared experts (DeepSeek-V2-Lite), a router with a bias and experts with biases (gpt-oss),
-a shared expert behind a gate of d_model × 1 (Qwen1.5-MoE), and a shape with shared experts made
-at run time."""
+"""Visible cards of :func:`check_moe_layer_params`: fine-grained experts without (Qwen3) and with shared experts
+(DeepSeek-V2-Lite), biases in router and experts (gpt-oss), a shared expert behind a gate of d_model × 1
+(Qwen1.5-MoE), and a shape with shared experts made at run time."""
 
 
 def seq_mistakes(s: ModelShape, n: int, b) -> dict:
@@ -520,14 +504,12 @@ def moe_layer_counts(s: ModelShape) -> tuple:
     used = held - (E - k) * expert
     shared, n_shared = mlp_params(s, s.shared_width) if s.n_shared_experts else 0, s.n_shared_experts
     common = _hints("moe_layer_params", no_router=-router_params_per_layer(s), no_shared=-shared,
-                    gate=-s.d_model if s.shared_expert_gate else None,
-                    router_bias=-E if s.router_bias else None,
+                    gate=-s.d_model if s.shared_expert_gate else None, router_bias=-E if s.router_bias else None,
                     shared_each=(n_shared - 1) * shared if n_shared > 1 else None,
                     shared_width=mlp_params(s, n_shared * s.d_ff) - shared
                     if n_shared and s.shared_width != n_shared * s.d_ff else None)
     held_m = _hints("moe_layer_params", held_used=used, held_one=held - (E - 1) * expert)
-    used_m = _hints("moe_layer_params", all_active=held, used_one=used - (k - 1) * expert,
-                    used_share=held * k / E)
+    used_m = _hints("moe_layer_params", all_active=held, used_one=used - (k - 1) * expert, used_share=held * k / E)
     return (held, used, merged({**held_m, **{d: held + v for d, v in common.items()}}),
             merged({**used_m, **{d: used + v for d, v in common.items()}}))
 
@@ -553,14 +535,12 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
 # neither this file nor a message shows them (course_lib.checks.sealed).  Tolerances: 0.2 % for
 # GiB and the fraction, whole numbers exact.  Regenerate: ``python -m course_lib.checks.seal``.
 
-check_llama2_70b = Question((SEALED["lesson6/llama2_70b_saved_gib"],),
-                            builds_on=("kv_bytes_per_token",))
+check_llama2_70b = Question((SEALED["lesson6/llama2_70b_saved_gib"],), builds_on=("kv_bytes_per_token",))
 """GiB of 16-bit cache Llama 2 70B saves per sequence of its full 4,096-token context with 8
 key/value heads instead of 64 (multi-head attention)."""
 check_mixtral = Question((SEALED["lesson6/mixtral_weights_gib"],))
 """GiB to hold Mixtral 8x7B's weights in 16-bit."""
-check_tys1 = Question(tuple(SEALED[f"lesson6/tys1_{k}"]
-                            for k in ("cache_fraction", "requests_32", "requests_8")))
+check_tys1 = Question(tuple(SEALED[f"lesson6/tys1_{k}"] for k in ("cache_fraction", "requests_32", "requests_8")))
 """The 8-head cache as a fraction of the 32-head one; the requests of SERVE_TOKENS tokens that
 fit in SERVE_MEMORY in 16-bit with 32 and with 8 kv heads (:func:`seven_b`)."""
 check_tys2 = Question((SEALED["lesson6/tys2_total_sets"], SEALED["lesson6/tys2_active_sets"]))
