@@ -55,8 +55,7 @@ KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b", "Qwen2-7B-Instruct")
 KV_TOKEN_BYTES = (BYTES_16BIT, 1)
 FOUR_SIZES_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "weight_bytes")
 EXACT, CLOSE = dict(integer=True), dict(rel=1e-12)  # a count; bytes (check_value's keywords)
-_SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_sizes"},
-              "shapes.py": {"kv_cache_width"}}
+_SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_sizes"}, "shapes.py": {"kv_cache_width"}}
 
 
 def as_shape(card) -> ModelShape:
@@ -137,14 +136,13 @@ def _attend(q, k, v, causal=True, scale=True, dim=-1):
     import torch
     d, n = q.shape[-1], q.shape[-2]
     scores = q @ k.transpose(-2, -1) / {True: math.sqrt(d), False: 1, "d_head": d}[scale]
-    mask = torch.ones(n, n, dtype=torch.bool).triu(0 if causal == "diagonal" else 1) if causal \
-        else torch.zeros(n, n).bool()
+    mask = torch.ones(n, n, dtype=torch.bool).triu({"diagonal": 0, True: 1, False: n}[causal])
     return scores.masked_fill(mask, float("-inf")).softmax(dim) @ v
 
 
 def _own_pairing(fn, what: str, *args):
-    """The learner's ``fn(*args)`` (:func:`~.exercise.call`), failing if it lets torch pair query heads with fewer key/value heads
-    (``scaled_dot_product_attention(..., enable_gqa=True)``), which is the exercise's work."""
+    """The learner's ``fn(*args)`` (:func:`~.exercise.call`), failing if it lets torch pair query heads with
+    fewer key/value heads (``scaled_dot_product_attention(..., enable_gqa=True)``), which is the exercise's work."""
     from torch.overrides import TorchFunctionMode
     found = []
 
@@ -179,8 +177,8 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
             raise CheckFailed(f"{what}: return a tensor, got {type(got).__name__}")
         if tuple(got.shape) != tuple(q.shape):
             hint = f" ({HINTS['gqa']['per_kv_head']})" if got.shape[1:2] == k.shape[1:2] else ""
-            raise CheckFailed(HINTS["gqa"]["shape"].format(what=what, got=f" = {tuple(q.shape)}, got "
-                                                           f"{tuple(got.shape)}" if shown else ", got another shape") + hint)
+            shapes = f" = {tuple(q.shape)}, got {tuple(got.shape)}" if shown else ", got another shape"
+            raise CheckFailed(HINTS["gqa"]["shape"].format(what=what, got=shapes) + hint)
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         if torch.allclose(got := got.detach().to(torch.float32), expected, atol=1e-5, rtol=1e-4):
             confirm_close(got, expected, what=what, atol=1e-5, rtol=1e-4)
