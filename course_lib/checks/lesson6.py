@@ -201,11 +201,9 @@ def kv_mistakes(s: ModelShape, b) -> dict:
     """``{diagnosis: wrong bytes per token}``."""
     L, d, h, right = s.n_layers, s.d_model, s.n_heads, 2 * s.n_layers * s.n_kv_heads * s.d_head * b
     return merged(_hints(
-        "kv_bytes_per_token", d_head=2 * L * s.n_kv_heads * (d // h) * b
-        if d % h == 0 and d // h != s.d_head else None, query_heads=2 * L * h * s.d_head * b,
-        fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
-        only_keys=right / 2, no_layers=right / L, numbers=right / b, bits=8 * right,
-        lesson1=2 * L * d * b))
+        "kv_bytes_per_token", d_head=2 * L * s.n_kv_heads * (d // h) * b if d % h == 0 and d // h != s.d_head else None,
+        query_heads=2 * L * h * s.d_head * b, fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
+        only_keys=right / 2, no_layers=right / L, numbers=right / b, bits=8 * right, lesson1=2 * L * d * b))
 
 
 def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
@@ -461,16 +459,13 @@ def seq_mistakes(s: ModelShape, n: int, b) -> dict:
     some = past and slide < L
     return merged(_hints(
         "kv_bytes_per_sequence", one_token=per_token, numbers=right / b, only_keys=right / 2,
-        latent_pair=2 * right if mla else None,
-        fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
+        latent_pair=2 * right if mla else None, fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
         no_window=per_token * n if past else None,
         window_always=s.kv_cache_width * b * (slide * s.sliding_window + (L - slide) * n)
-        if slide and n < s.sliding_window else None,
-        all_slide=per_token * s.sliding_window if some else None,
-        wrong_way=s.kv_cache_width * b * (slide * n + (L - slide) * s.sliding_window)
-        if some else None, latent_heads=2 * L * s.n_kv_heads * s.d_head * n * b if mla else None,
-        no_rope=L * s.mla.kv_lora_rank * n * b if mla else None,
-        latent_per_head=right * s.n_heads if mla else None,
+        if slide and n < s.sliding_window else None, all_slide=per_token * s.sliding_window if some else None,
+        wrong_way=s.kv_cache_width * b * (slide * n + (L - slide) * s.sliding_window) if some else None,
+        latent_heads=2 * L * s.n_kv_heads * s.d_head * n * b if mla else None,
+        no_rope=L * s.mla.kv_lora_rank * n * b if mla else None, latent_per_head=right * s.n_heads if mla else None,
         query_heads=right * s.group_size if not mla and s.n_kv_heads != s.n_heads else None))
 
 
