@@ -312,12 +312,10 @@ def active_mistakes(s: ModelShape) -> dict:
     """``{diagnosis: wrong active count}`` for a mixture of experts (none for a dense card)."""
     c, k, moe_L = count_params(s), s.n_experts_per_tok, s.moe_layers
     return merged(_hints(
-        "card_params", every_expert=c.total,
-        active_no_routers=c.active - moe_L * router_params_per_layer(s),
+        "card_params", every_expert=c.total, active_no_routers=c.active - moe_L * router_params_per_layer(s),
         split=c.total * k / s.n_experts, active_one_expert=c.active - moe_L * (k - 1) * mlp_params(s),
         attention_per_visit=c.active + (k - 1) * s.n_layers * attention_params_per_layer(s),
-        fixed_top_k=c.active - moe_L * (k - 2) * mlp_params(s) if k != 2 else None,
-    )) if s.is_moe else {}
+        fixed_top_k=c.active - moe_L * (k - 2) * mlp_params(s) if k != 2 else None)) if s.is_moe else {}
 
 
 def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
@@ -417,10 +415,9 @@ def _random_hybrid(seed: str = "lesson6/kv_bytes_per_sequence") -> dict:
     n_layers, n_kv = rng.randint(4, 40), rng.choice((1, 2, 4, 8))
     n_heads, d_head = n_kv * rng.choice((1, 2, 4)), rng.choice((32, 64, 80, 128))
     window = rng.randint(64, 4096)
-    card = dict(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv,
-                d_ff=4 * n_heads * d_head, d_vocab=1000, n_ctx=16 * window, mlp="swiglu",
-                norm="rmsnorm", positions="rotary", qkv_bias=False, out_bias=False,
-                mlp_bias=False, tied_embeddings=False, sliding_window=window,
+    card = dict(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv, d_ff=4 * n_heads * d_head,
+                d_vocab=1000, n_ctx=16 * window, mlp="swiglu", norm="rmsnorm", positions="rotary", qkv_bias=False,
+                out_bias=False, mlp_bias=False, tied_embeddings=False, sliding_window=window,
                 n_sliding_layers=rng.randint(1, n_layers - 1))
     return dict(card=card, n_tokens=window * rng.randint(2, 8), bytes_per_number=rng.choice((1, 2, 4)))
 
@@ -430,10 +427,9 @@ def _random_shared_moe(seed: str = "lesson6/moe_layer_params") -> dict:
     width of their own (never n_shared_experts × d_ff)."""
     rng = random.Random(seed)
     d, n_experts = rng.choice((64, 96, 128, 256)), rng.choice((8, 16, 32, 64))
-    return dict(d_model=d, n_layers=2, n_heads=4, d_ff=rng.choice((32, 48, 96)), d_vocab=100,
-                n_ctx=64, mlp="swiglu", norm="rmsnorm", positions="rotary", qkv_bias=False,
-                out_bias=False, mlp_bias=False, tied_embeddings=False, n_experts=n_experts,
-                n_experts_per_tok=rng.randint(2, n_experts // 2),
+    return dict(d_model=d, n_layers=2, n_heads=4, d_ff=rng.choice((32, 48, 96)), d_vocab=100, n_ctx=64, mlp="swiglu",
+                norm="rmsnorm", positions="rotary", qkv_bias=False, out_bias=False, mlp_bias=False,
+                tied_embeddings=False, n_experts=n_experts, n_experts_per_tok=rng.randint(2, n_experts // 2),
                 n_shared_experts=rng.randint(1, 3), d_ff_shared=rng.choice((80, 112, 200)))
 
 
