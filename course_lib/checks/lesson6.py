@@ -334,12 +334,11 @@ def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
 
 def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
                             cases: Sequence[Mapping] | None = None) -> None:
-    """Check ``fn(s, n_tokens, memory_bytes, bytes_per_number) -> int``: floor((memory − weight
-    bytes) / cache bytes per sequence), 0 if the weights alone do not fit.  A case: ``card`` (and
-    ``n_kv_heads`` to set), ``n_tokens``, ``memory_bytes``, ``bytes_per_number`` (default 2); by
-    default :func:`seven_b` with 32 and 8 kv heads, 8,192 tokens, 80 GB, :data:`TOO_BIG_CASE` and
-    :data:`EXPERTS_CASE`.
-    The learner's ``card_params`` and ``kv_bytes_per_token``, if given, are re-checked first."""
+    """Check ``fn(s, n_tokens, memory_bytes, bytes_per_number) -> int``: floor((memory − weight bytes) / cache bytes
+    per sequence), 0 if the weights alone do not fit.  A case: ``card`` (and ``n_kv_heads`` to set), ``n_tokens``,
+    ``memory_bytes``, ``bytes_per_number`` (default 2); by default :func:`seven_b` with 32 and 8 kv heads, 8,192
+    tokens, 80 GB, :data:`TOO_BIG_CASE` and :data:`EXPERTS_CASE`.  The learner's ``card_params`` and
+    ``kv_bytes_per_token``, if given, are re-checked first."""
     shown_cases = [*(dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
                      for kv in (32, 8)), TOO_BIG_CASE, EXPERTS_CASE]
     for case in shown_cases if cases is None else cases:
@@ -466,11 +465,10 @@ def seq_mistakes(s: ModelShape, n: int, b) -> dict:
 
 
 def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> None:
-    """Check ``fn(s, n_tokens, bytes_per_number) -> bytes`` of one sequence's KV cache with each
-    layer's kind: full attention (n_tokens kept), sliding window (min(n_tokens, window), in
-    ``s.sliding_layers`` of the layers) or latent attention (kv_lora_rank + d_head_rope numbers
-    a layer a token); against ``memory.kv_cache_bytes_per_sequence``.  A case: ``card``,
-    ``n_tokens``, ``bytes_per_number`` (default 2)."""
+    """Check ``fn(s, n_tokens, bytes_per_number) -> bytes`` of one sequence's KV cache with each layer's kind: full
+    attention (n_tokens kept), sliding window (min(n_tokens, window), in ``s.sliding_layers`` of the layers) or
+    latent attention (kv_lora_rank + d_head_rope numbers a layer a token); against
+    ``memory.kv_cache_bytes_per_sequence``.  A case: ``card``, ``n_tokens``, ``bytes_per_number`` (default 2)."""
     for case in cases:
         s, n, b = as_shape(case["card"]), case["n_tokens"], case.get("bytes_per_number", BYTES_16BIT)
         random = case == RANDOM_SEQ_CASE
