@@ -11,6 +11,7 @@ import math
 import numbers
 import random
 from contextlib import nullcontext
+from itertools import product
 from typing import Mapping, Sequence
 
 from ..cards import load_card
@@ -19,14 +20,15 @@ from ..params import (attention_params_per_layer, count_params, feed_forward_par
                       mlp_params, norm_params, router_params_per_layer)
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
-from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_equal, check_value, confirm_close,
-               heads_kind, is_shown, on_hidden)
-from .exercise import HIDDEN, RANDOM_TAG, Question, call, dtype_name, label, merged, requires  # noqa: F401 - RANDOM_TAG: tests
+from . import CheckFailed, as_keyed, as_tuple, builds_on, check_value, confirm_close, heads_kind, is_shown, on_hidden
+from .exercise import (HIDDEN, RANDOM_TAG, Question, call, dtype_name as _dtype, exactly, label,  # noqa: F401
+                       merged, name_mistake, requires)  # RANDOM_TAG: for the tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
-SEALED, HINTS = _load_sealed("lesson6"), _load_hints("lesson6")
-"""Sealed answers by salt (sealed_answers/lesson6.json); mistakes' words (hints/lesson6.toml)."""
+SEALED, HINTS, _hints = _load_sealed("lesson6"), _load_hints("lesson6"), words("lesson6")
+"""Sealed answers by salt (sealed_answers/lesson6.json); mistakes' words (hints/lesson6.toml), and
+``{words: value}`` of mistakes keyed as there (None: not on this input)."""
 SERVE_TOKENS, SERVE_MEMORY, BYTES_16BIT, MIXTRAL = 8192, 80 * GB, 2, "Mixtral-8x7B-v0.1"
 """The requests example: 8,192 tokens on an 80 GB accelerator (an H100 SXM, 80 × 10^9 bytes:
 its data sheet's figure, course_lib.units) in 16-bit; the recap's card."""
@@ -37,16 +39,13 @@ EXPERTS_CASE = dict(card="Mixtral-8x7B-v0.1", n_tokens=32768, memory_bytes=141 *
 GQA_CASES = (dict(batch=2, n_heads=8, n_kv_heads=2, pos=6, d_head=16, seed=0),
              dict(batch=1, n_heads=6, n_kv_heads=2, pos=5, d_head=8, seed=6))
 """Visible cases of :func:`check_gqa`: groups of 4 query heads, and of 3."""
-MOE_LAYERS = (dict(d_model=32, d_ff=48, n_experts=8, top_k=2, mlp="swiglu", bias=False, batch=2,
-                   pos=5, seed=0),
-              dict(d_model=12, d_ff=20, n_experts=4, top_k=3, mlp="gelu", bias=True, batch=1,
-                   pos=4, seed=11))
-"""Visible cases of :func:`check_moe_sizes`: Mixtral's routing at toy size; 3 of 4 experts with
-biases."""
-TOY_MOE = ModelShape(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_head=24, d_ff=80,
-                     d_vocab=300, n_ctx=64, n_experts=5, n_experts_per_tok=3, mlp="swiglu",
-                     norm="rmsnorm", positions="rotary", qkv_bias=False, out_bias=False,
-                     mlp_bias=False, tied_embeddings=True, name="lesson6.TOY_MOE, 3 of 5 experts a token")
+MOE_LAYERS = (dict(d_model=32, d_ff=48, n_experts=8, top_k=2, mlp="swiglu", bias=False, batch=2, pos=5, seed=0),
+              dict(d_model=12, d_ff=20, n_experts=4, top_k=3, mlp="gelu", bias=True, batch=1, pos=4, seed=11))
+"""Visible cases of :func:`check_moe_sizes`: Mixtral's routing at toy size; 3 of 4 experts with biases."""
+TOY_MOE = ModelShape(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_head=24, d_ff=80, d_vocab=300, n_ctx=64,
+                     n_experts=5, n_experts_per_tok=3, mlp="swiglu", norm="rmsnorm", positions="rotary",
+                     qkv_bias=False, out_bias=False, mlp_bias=False, tied_embeddings=True,
+                     name="lesson6.TOY_MOE, 3 of 5 experts a token")
 CARD_PARAMS_CARDS = (MIXTRAL, "gpt2", "gemma-2-9b", TOY_MOE)
 """Visible cards of :func:`check_card_params`: experts; a tied head, biases and learned
 positions; d_head · n_heads ≠ d_model with four norms a block; 3 experts a token, tied."""
@@ -56,8 +55,7 @@ KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b", "Qwen2-7B-Instruct")
 KV_TOKEN_BYTES = (BYTES_16BIT, 1)
 FOUR_SIZES_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "weight_bytes")
 EXACT, CLOSE = dict(integer=True), dict(rel=1e-12)  # a count; bytes (check_value's keywords)
-_SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_sizes"},
-              "shapes.py": {"kv_cache_width"}}
+_SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_sizes"}, "shapes.py": {"kv_cache_width"}}
 
 
 def as_shape(card) -> ModelShape:
@@ -73,39 +71,16 @@ def seven_b(n_kv_heads: int) -> ModelShape:
     return llama_shape(n_kv_heads=n_kv_heads).with_(name=f"7B-class, {n_kv_heads} kv heads")
 
 
-_hints = words("lesson6")
-"""``{words: value}`` of mistakes keyed as in hints/lesson6.toml (None: not on this input)."""
-
-
-_dtype = dtype_name
-"""The dtype course_lib's counters take for bytes_per_number (exercise.dtype_name)."""
-
-
 def _plain(s: ModelShape) -> ModelShape:
     """``s``, if the learner's counters cover it (every shipped family but DeepSeek's extras)."""
     if s.mla is not None or s.n_shared_experts or s.n_dense_layers:
-        raise ValueError(f"{s.name or s.model_type}: latent attention, shared experts and dense "
-                         "first layers are outside this lesson's exercises")
+        raise ValueError(f"{s.name or s.model_type}: {HINTS['types']['not_plain']}")
     return s
-
-
-def _label(name: str, s: ModelShape, shown: bool, *extra, kinds=(), text: str = "") -> str:
-    """A call on card ``s``: its name and ``extra`` (or ``text``) if ``shown``, else whether it
-    is shipped, its model_type (never its name) and ``kinds``."""
-    text = text or ", ".join([s.name or f"a {s.model_type} shape", *map(str, extra)])
-    kind = f"a shipped card of model_type {s.model_type}" if s.name else "a made-up shape"
-    return label(name, text, shown=shown, kinds=(kind, *kinds))
 
 
 def _kinds(s: ModelShape) -> tuple:
     return ("a mixture of experts" if s.is_moe else "dense",
             "" if s.d_model == s.n_heads * s.d_head else "d_head is not d_model / n_heads")
-
-
-def _own(fn, what: str, *args):
-    """The learner's ``fn(*args)`` through :func:`~.exercise.call`: no course_lib counter nor
-    shortcut (:data:`_SHORTCUTS`), and an error it raises named by the input ``what``."""
-    return call(fn, what, *args, shown=HIDDEN not in what, shortcuts=_SHORTCUTS, explain_errors=True)
 
 
 def _whole(x, what: str, why: str):
@@ -119,24 +94,30 @@ def _whole(x, what: str, why: str):
         raise CheckFailed(HINTS["types"]["int"].format(what=what, why=HINTS["types"][why], got=f"{got} {x!r:.40}"))
 
 
-def _check(fn, what: str, args: tuple, returns, *parts, builds: tuple = (), counts: str = "params"):
-    """Check ``fn(*args)`` (:func:`_own`), named ``what``: read the result as ``returns`` (None:
-    one value; a text naming a tuple's values; dict keys) and compare each part ``(index, name,
-    expected, mistakes, EXACT or CLOSE)`` (index None: the whole result) with
-    :func:`check_value`, ``builds`` named on a generic failure; an EXACT part, once right, must
-    be an int (:func:`_whole`, ``counts`` says why).  Returns the result read."""
-    got = _own(fn, what, *args)
+def _check(fn, name: str, s: ModelShape | None, shown: bool, args: tuple, returns, *parts, kinds=(),
+           text: str = "", random: bool = False, builds: tuple = (), counts: str = "params"):
+    """Check the learner's ``fn(*args)`` (:func:`~.exercise.call`, no :data:`_SHORTCUTS`) on card ``s``,
+    labelled ``text`` (default: the card's name, ``args[1:]``) if ``shown`` or ``random``, else by
+    shipped or not, model_type and ``kinds``; read it as ``returns`` (None: one value; a text naming
+    a tuple's values; dict keys) and compare each part ``(index, name, expected, mistakes, EXACT or
+    CLOSE)`` with :func:`check_value` (``builds`` named on a generic failure; an EXACT one must be an
+    int, :func:`_whole` with ``counts``).  Returns the label and the result read."""
+    if s is not None:
+        text = text or ", ".join([s.name or f"a {s.model_type} shape", *map(str, args[1:])])
+        kinds = (f"a shipped card of model_type {s.model_type}" if s.name else "a made-up shape", *kinds)
+    what = label(name, text, shown=shown or random, random=random, kinds=kinds)
+    got = call(fn, what, *args, shown=shown or random, shortcuts=_SHORTCUTS, explain_errors=True)
     if returns is not None:
         got = as_tuple(got, returns.count(",") + 1, what, returns) if isinstance(returns, str) \
             else as_keyed(got, returns, what)
     with builds_on(*builds) if builds else nullcontext():
-        for index, name, expected, mistakes, tolerance in parts:
-            part = what if index is None else f"{what}[{index!r}]" + (f", {name}" if name else "")
+        for index, part_name, expected, mistakes, tolerance in parts:
+            part = what if index is None else f"{what}[{index!r}]" + (f", {part_name}" if part_name else "")
             check_value(got if index is None else got[index], expected, what=part,
                         mistakes=mistakes, **tolerance)
             if tolerance is EXACT:  # right, but the exercise asks for an int
                 _whole(got if index is None else got[index], part, counts)
-    return got
+    return what, got
 
 
 # --- grouped-query attention -----------------------------------------------------------------
@@ -155,14 +136,13 @@ def _attend(q, k, v, causal=True, scale=True, dim=-1):
     import torch
     d, n = q.shape[-1], q.shape[-2]
     scores = q @ k.transpose(-2, -1) / {True: math.sqrt(d), False: 1, "d_head": d}[scale]
-    mask = torch.ones(n, n, dtype=torch.bool).triu(0 if causal == "diagonal" else 1) if causal \
-        else torch.zeros(n, n).bool()
+    mask = torch.ones(n, n, dtype=torch.bool).triu({"diagonal": 0, True: 1, False: n}[causal])
     return scores.masked_fill(mask, float("-inf")).softmax(dim) @ v
 
 
 def _own_pairing(fn, what: str, *args):
-    """:func:`_own`, failing if ``fn`` lets torch pair query heads with fewer key/value heads
-    (``scaled_dot_product_attention(..., enable_gqa=True)``), which is the exercise's work."""
+    """The learner's ``fn(*args)`` (:func:`~.exercise.call`), failing if it lets torch pair query heads with
+    fewer key/value heads (``scaled_dot_product_attention(..., enable_gqa=True)``), which is the exercise's work."""
     from torch.overrides import TorchFunctionMode
     found = []
 
@@ -175,7 +155,7 @@ def _own_pairing(fn, what: str, *args):
                 found.append(func)
             return func(*args, **kwargs)
     with Watch():
-        got = _own(fn, what, *args)
+        got = call(fn, what, *args, shown=HIDDEN not in what, shortcuts=_SHORTCUTS, explain_errors=True)
     if found:
         raise CheckFailed(HINTS["gqa"]["enable_gqa"].format(name=getattr(fn, "__name__", "your function")))
     return got
@@ -197,29 +177,22 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
             raise CheckFailed(f"{what}: return a tensor, got {type(got).__name__}")
         if tuple(got.shape) != tuple(q.shape):
             hint = f" ({HINTS['gqa']['per_kv_head']})" if got.shape[1:2] == k.shape[1:2] else ""
-            raise CheckFailed(f"{what}: the output should have the queries' shape (batch, n_heads, "
-                              "pos, d_head)" + (f" = {tuple(q.shape)}, got {tuple(got.shape)}"
-                                               if shown else ", got another shape") + hint)
+            shapes = f" = {tuple(q.shape)}, got {tuple(got.shape)}" if shown else ", got another shape"
+            raise CheckFailed(HINTS["gqa"]["shape"].format(what=what, got=shapes) + hint)
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         if torch.allclose(got := got.detach().to(torch.float32), expected, atol=1e-5, rtol=1e-4):
             confirm_close(got, expected, what=what, atol=1e-5, rtol=1e-4)
             continue
         g = case["n_heads"] // case["n_kv_heads"]
         ki, vi = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
-        for diagnosis, wrong in _hints(
+        name_mistake(what, {d: not torch.allclose(w, expected, atol=1e-5) and torch.allclose(
+            got, w, atol=1e-5, rtol=1e-4, equal_nan=True) for d, w in _hints(
                 "gqa", repeat=_attend(q, k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)),
                 no_mask=_attend(q, ki, vi, causal=False), no_scale=_attend(q, ki, vi, scale=False),
                 diagonal=_attend(q, ki, vi, causal="diagonal"), scale_d_head=_attend(q, ki, vi, scale="d_head"),
-                softmax_dim=_attend(q, ki, vi, dim=-2),
-                head0=_attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
-                swapped=_attend(q, vi, ki)).items():
-            if not torch.allclose(wrong, expected, atol=1e-5) and \
-                    torch.allclose(got, wrong, atol=1e-5, rtol=1e-4, equal_nan=True):
-                raise CheckFailed(f"{what} is not right: {diagnosis}")
-        if not got.isfinite().all():
-            raise CheckFailed(f"{what} is not right: {HINTS['gqa']['not_finite']}")
-        raise CheckFailed(f"{what} is not right: it differs from torch's grouped-query attention "
-                          f"by up to {float((got - expected).abs().max()):.2g}")
+                softmax_dim=_attend(q, ki, vi, dim=-2), head0=_attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
+                swapped=_attend(q, vi, ki)).items()} | {HINTS["gqa"]["not_finite"]: not got.isfinite().all()})
+        raise CheckFailed(HINTS["gqa"]["differs"].format(what=what, by=float((got - expected).abs().max())))
 
 
 # --- the KV cache per token ------------------------------------------------------------------
@@ -228,25 +201,20 @@ def kv_mistakes(s: ModelShape, b) -> dict:
     """``{diagnosis: wrong bytes per token}``."""
     L, d, h, right = s.n_layers, s.d_model, s.n_heads, 2 * s.n_layers * s.n_kv_heads * s.d_head * b
     return merged(_hints(
-        "kv_bytes_per_token", d_head=2 * L * s.n_kv_heads * (d // h) * b
-        if d % h == 0 and d // h != s.d_head else None, query_heads=2 * L * h * s.d_head * b,
-        fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
-        only_keys=right / 2, no_layers=right / L, numbers=right / b, bits=8 * right,
-        lesson1=2 * L * d * b))
+        "kv_bytes_per_token", d_head=2 * L * s.n_kv_heads * (d // h) * b if d % h == 0 and d // h != s.d_head else None,
+        query_heads=2 * L * h * s.d_head * b, fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
+        only_keys=right / 2, no_layers=right / L, numbers=right / b, bits=8 * right, lesson1=2 * L * d * b))
 
 
 def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
                              bytes_per_number: Sequence = KV_TOKEN_BYTES) -> None:
     """Check ``fn(s, bytes_per_number) -> bytes`` one token adds to the KV cache, 2 × n_layers ×
     n_kv_heads × d_head × bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
-    for card in cards:
+    for card, b in product(cards, bytes_per_number):
         s = _plain(as_shape(card))
-        for b in bytes_per_number:
-            what = _label("kv_bytes_per_token", s, is_shown((card, b), [
-                (c, n) for c in KV_TOKEN_CARDS for n in KV_TOKEN_BYTES]), b, kinds=(
-                    heads_kind(s.n_heads, s.n_kv_heads), _kinds(s)[1]))
-            _check(fn, what, (s, b), None, (None, "", kv_cache_bytes_per_token(s, _dtype(b)),
-                                            kv_mistakes(s, b), CLOSE))
+        _check(fn, "kv_bytes_per_token", s, is_shown((card, b), [*product(KV_TOKEN_CARDS, KV_TOKEN_BYTES)]),
+               (s, b), None, (None, "", kv_cache_bytes_per_token(s, _dtype(b)), kv_mistakes(s, b), CLOSE),
+               kinds=(heads_kind(s.n_heads, s.n_kv_heads), _kinds(s)[1]))
 
 
 # --- a toy mixture-of-experts layer ----------------------------------------------------------
@@ -271,105 +239,83 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
     from ..moe import active_params_per_token
     for spec in layers:
         (layer, x), shown = moe_layer(**spec), is_shown(spec, MOE_LAYERS)
-        E, k = spec["n_experts"], spec["top_k"]
-        biases = "with biases" if spec["bias"] else "no biases"
-        what = label("moe_sizes", f"a layer of {E} {spec['mlp']} experts, top_k={k}"
-                     + (", with biases" if spec["bias"] else ""), shown=shown,
-                     kinds=(f"a layer of {spec['mlp']} experts", biases))
+        E, k, mlp = spec["n_experts"], spec["top_k"], spec["mlp"]
         per_token = f"(batch, pos) = {tuple(x.shape[:-1])}" if shown else "(batch, pos)"
-        shape = ModelShape(d_model=spec["d_model"], n_layers=1, n_heads=1, d_ff=spec["d_ff"],
-                           d_vocab=1, n_ctx=1, n_experts=E, n_experts_per_tok=k, mlp=spec["mlp"],
-                           mlp_bias=spec["bias"])
+        shape = ModelShape(d_model=spec["d_model"], n_layers=1, n_heads=1, d_ff=spec["d_ff"], d_vocab=1,
+                           n_ctx=1, n_experts=E, n_experts_per_tok=k, mlp=mlp, mlp_bias=spec["bias"])
         router, expert = router_params_per_layer(shape), mlp_params(shape)
-        total = router + E * expert
+        total, bias = router + E * expert, sum(p.numel() for n, p in layer.named_parameters() if n.endswith("bias"))
         assert total == sum(p.numel() for p in layer.parameters())  # course_lib == numel
-        _, active = _check(fn, what, (layer, x), "total, active per token", (
-            0, "the total", total, _hints("moe_sizes", one_token=router + k * expert,
-                                         no_router=total - router, one_expert=expert,
-                                         router_per_expert=E * (router + expert),
-                                         weights_only=total - sum(
-                                             p.numel() for n, p in layer.named_parameters()
-                                             if n.endswith("bias")) if spec["bias"] else None), EXACT))
+        what, (_, active) = _check(fn, "moe_sizes", None, shown, (layer, x), "total, active per token", (
+            0, "the total", total, _hints("moe_sizes", one_token=router + k * expert, no_router=total - router,
+                                         one_expert=expert, router_per_expert=E * (router + expert),
+                                         weights_only=total - bias if bias else None), EXACT),
+            text=f"a layer of {E} {mlp} experts, top_k={k}" + (", with biases" if bias else ""),
+            kinds=(f"a layer of {mlp} experts", "with biases" if bias else "no biases"))
         with torch.no_grad():
             expected = active_params_per_token(layer, layer.run(x).routing)
+        words = dict(what=f"{what}[1]", shape=per_token, got=type(active).__name__)
         if not isinstance(active, torch.Tensor):  # the exercise asks for an integer tensor
-            raise CheckFailed(f"{what}[1]: return the active parameters as an integer torch "
-                              f"tensor of shape {per_token}, got {type(active).__name__}")
+            raise CheckFailed(HINTS["types"]["active_tensor"].format(**words))
         if active.is_floating_point() or active.is_complex() or active.dtype == torch.bool:
-            raise CheckFailed(HINTS["types"]["active_dtype"].format(
-                what=f"{what}[1]", dtype=str(active.dtype).split(".")[-1]))
-        if tuple((got := active.detach()).shape) != tuple(expected.shape):
-            raise CheckFailed(f"{what}[1]: the active parameters should have one value per token, "
-                              f"shape {per_token}, got " + (f"shape {tuple(got.shape)}" if shown
-                                                            else "another shape"))
-        got, what = got.to(torch.int64), f"{what}[1], the active parameters"
-        if torch.equal(got, expected):  # recorded, so the grader compares it too
-            check_equal(got.tolist(), expected.tolist(), what=what)
-            continue
-        for diagnosis, wrong in _hints(
-                "moe_sizes", active_no_router=expected - router, every_expert=torch.full_like(
-                    expected, total), active_one_expert=expected - (k - 1) * expert,
-                router_top_k=expected + (k - 1) * router,
-                fixed_top_k=expected - (k - 2) * expert if k != 2 else None,
-                active_weights_only=expected - k * sum(  # the router has no bias (course_lib.moe)
-                    p.numel() for n, p in layer.experts[0].named_parameters() if n.endswith("bias"))
-                if spec["bias"] else None).items():
-            if not torch.equal(wrong, expected) and torch.equal(got, wrong):
-                raise CheckFailed(f"{what}, is not right: {diagnosis}")
-        how_many = f"{int((got != expected).sum())} of {got.numel()}" if shown else "some"
-        raise CheckFailed(f"{what}, is not right for {how_many} tokens")
+            raise CheckFailed(HINTS["types"]["active_dtype"].format(**words, dtype=str(active.dtype).split(".")[-1]))
+        if tuple((got := active.detach().to(torch.int64)).shape) != tuple(expected.shape):
+            raise CheckFailed(HINTS["types"]["active_shape"].format(**{**words, "got": f"shape {tuple(got.shape)}"
+                                                                       if shown else "another shape"}))
+        what = f"{what}[1], the active parameters"
+        if not exactly(got.tolist(), expected.tolist(), what, {d: torch.equal(got, w) and not torch.equal(
+                w, expected) for d, w in _hints(  # the router has no bias (course_lib.moe): bias / E an expert
+                    "moe_sizes", active_no_router=expected - router, every_expert=torch.full_like(expected, total),
+                    active_one_expert=expected - (k - 1) * expert, router_top_k=expected + (k - 1) * router,
+                    fixed_top_k=expected - (k - 2) * expert if k != 2 else None,
+                    active_weights_only=expected - k * bias // E if bias else None).items()}, ", is not right: "):
+            how_many = f"{int((got != expected).sum())} of {got.numel()}" if shown else "some"
+            raise CheckFailed(f"{what}, is not right for {how_many} tokens")
 
 
 # --- total and active parameters of a card ---------------------------------------------------
 
 def total_mistakes(s: ModelShape) -> dict:
     """``{diagnosis: wrong total}`` for the usual slips in counting a card."""
-    c, L, d, E, moe, tied = count_params(s), s.n_layers, s.d_model, s.n_experts, s.is_moe, \
-        s.tied_embeddings
-    t, attn, mlp, norm, norms = c.total, attention_params_per_layer(s), mlp_params(s), \
-        norm_params(s), c.norms
+    c, L, d, E, moe, tied, q = count_params(s), s.n_layers, s.d_model, s.n_experts, s.is_moe, s.tied_embeddings, \
+        s.n_heads * s.d_head
+    t, attn, mlp, norm, norms = c.total, attention_params_per_layer(s), mlp_params(s), norm_params(s), c.norms
     no_bias = count_params(s.with_(qkv_bias=False, out_bias=False, mlp_bias=False)).total
     one_bias = {k: count_params(s.with_(**{k: False})).total if getattr(s, k) else None
                 for k in ("qkv_bias", "out_bias", "mlp_bias")}  # one kind of bias missing
     if sum(v is not None for v in one_bias.values()) < 2:
         one_bias = {}  # only one kind on this card: "biases" names it
-    q, ffs = s.n_heads * s.d_head, (E if moe else 1) * L
+    ffs, own_head = (E if moe else 1) * L, d % s.n_heads == 0 and d // s.n_heads != s.d_head
     return merged(_hints(
         "card_params", active_count=c.active if moe else None,
         no_routers=t - s.moe_layers * router_params_per_layer(s) if moe else None,
         attention_per_expert=t + (E - 1) * L * attn if moe else None,
         one_expert=t - s.moe_layers * (E - 1) * mlp if moe else None,
         tied=t + s.d_vocab * d if tied else None, untied=None if tied else t - s.d_vocab * d,
-        kv_query_heads=count_params(s.with_(n_kv_heads=s.n_heads)).total
-        if s.n_kv_heads != s.n_heads else None,
-        d_head=count_params(s.with_(d_head=d // s.n_heads)).total
-        if d % s.n_heads == 0 and d // s.n_heads != s.d_head else None,
-        gated=t - (E if moe else 1) * L * d * s.d_ff if s.mlp_matrices == 3 else None,
+        kv_query_heads=count_params(s.with_(n_kv_heads=s.n_heads)).total if s.n_kv_heads != s.n_heads else None,
+        d_head=count_params(s.with_(d_head=d // s.n_heads)).total if own_head else None,
+        gated=t - ffs * d * s.d_ff if s.mlp_matrices == 3 else None,
         no_norms=t - norms if norms else None, final_norm=t - norm if norms else None,
-        norms_per_block=t + (2 - s.norms_per_block) * L * norm
-        if norms and s.norms_per_block != 2 else None,
+        norms_per_block=t + (2 - s.norms_per_block) * L * norm if norms and s.norms_per_block != 2 else None,
         positions=t - s.n_ctx * d if s.positions == "learned" else None,
         biases=no_bias if no_bias != t else None,
-        ungated=t + (E if moe else 1) * L * d * s.d_ff if s.mlp_matrices == 2 else None,
+        ungated=t + ffs * d * s.d_ff if s.mlp_matrices == 2 else None,
         layernorm_weight=t - norms // 2 if s.norm == "layernorm" else None,
         **one_bias,
         mlp_bias_shape=t + ffs * (s.d_ff - d) if s.mlp_bias and s.d_ff != d else None,
         router_per_expert=t + (E - 1) * s.moe_layers * router_params_per_layer(s) if moe else None,
         query_width=t - L * (2 * d + s.qkv_bias) * (q - d) if q != d else None,
-        kv_d_head=t - L * (2 * d + 2 * s.qkv_bias) * s.n_kv_heads * (s.d_head - d // s.n_heads)
-        if d % s.n_heads == 0 and d // s.n_heads != s.d_head else None))
+        kv_d_head=t - L * (2 * d + 2 * s.qkv_bias) * s.n_kv_heads * (s.d_head - d // s.n_heads) if own_head else None))
 
 
 def active_mistakes(s: ModelShape) -> dict:
     """``{diagnosis: wrong active count}`` for a mixture of experts (none for a dense card)."""
     c, k, moe_L = count_params(s), s.n_experts_per_tok, s.moe_layers
     return merged(_hints(
-        "card_params", every_expert=c.total,
-        active_no_routers=c.active - moe_L * router_params_per_layer(s),
+        "card_params", every_expert=c.total, active_no_routers=c.active - moe_L * router_params_per_layer(s),
         split=c.total * k / s.n_experts, active_one_expert=c.active - moe_L * (k - 1) * mlp_params(s),
         attention_per_visit=c.active + (k - 1) * s.n_layers * attention_params_per_layer(s),
-        fixed_top_k=c.active - moe_L * (k - 2) * mlp_params(s) if k != 2 else None,
-    )) if s.is_moe else {}
+        fixed_top_k=c.active - moe_L * (k - 2) * mlp_params(s) if k != 2 else None)) if s.is_moe else {}
 
 
 def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
@@ -378,23 +324,21 @@ def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
     for card in cards:
         s = _plain(as_shape(card))
         c = count_params(s)
-        _check(fn, _label("card_params", s, is_shown(card, CARD_PARAMS_CARDS), kinds=_kinds(s)),
-               (s,), "total, active", (0, "the total", c.total, total_mistakes(s), EXACT),
-               (1, "the active parameters", c.active,
-                active_mistakes(s) or merged(_hints(
-                    "card_params", dense=0, dense_ff=c.total - s.n_layers * mlp_params(s))), EXACT))
+        dense = merged(_hints("card_params", dense=0, dense_ff=c.total - s.n_layers * mlp_params(s)))
+        _check(fn, "card_params", s, is_shown(card, CARD_PARAMS_CARDS), (s,), "total, active",
+               (0, "the total", c.total, total_mistakes(s), EXACT),
+               (1, "the active parameters", c.active, active_mistakes(s) or dense, EXACT), kinds=_kinds(s))
 
 
 # --- requests that fit -----------------------------------------------------------------------
 
 def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
                             cases: Sequence[Mapping] | None = None) -> None:
-    """Check ``fn(s, n_tokens, memory_bytes, bytes_per_number) -> int``: floor((memory − weight
-    bytes) / cache bytes per sequence), 0 if the weights alone do not fit.  A case: ``card`` (and
-    ``n_kv_heads`` to set), ``n_tokens``, ``memory_bytes``, ``bytes_per_number`` (default 2); by
-    default :func:`seven_b` with 32 and 8 kv heads, 8,192 tokens, 80 GB, :data:`TOO_BIG_CASE` and
-    :data:`EXPERTS_CASE`.
-    The learner's ``card_params`` and ``kv_bytes_per_token``, if given, are re-checked first."""
+    """Check ``fn(s, n_tokens, memory_bytes, bytes_per_number) -> int``: floor((memory − weight bytes) / cache bytes
+    per sequence), 0 if the weights alone do not fit.  A case: ``card`` (and ``n_kv_heads`` to set), ``n_tokens``,
+    ``memory_bytes``, ``bytes_per_number`` (default 2); by default :func:`seven_b` with 32 and 8 kv heads, 8,192
+    tokens, 80 GB, :data:`TOO_BIG_CASE` and :data:`EXPERTS_CASE`.  The learner's ``card_params`` and
+    ``kv_bytes_per_token``, if given, are re-checked first."""
     shown_cases = [*(dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
                      for kv in (32, 8)), TOO_BIG_CASE, EXPERTS_CASE]
     for case in shown_cases if cases is None else cases:
@@ -403,35 +347,31 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
         if s.sliding_window is not None:
             raise ValueError(f"{s.name}: sliding_window={s.sliding_window} is outside this check")
         n, mem, b = case["n_tokens"], case["memory_bytes"], case.get("bytes_per_number", BYTES_16BIT)
-        what = _label("requests_that_fit", s, is_shown(case, shown_cases), kinds=(heads_kind(
-            s.n_heads, s.n_kv_heads),), text=f"{s.name or 'a shape'} (n_kv_heads={s.n_kv_heads}), "
-                      f"n_tokens={n}, memory_bytes={mem}, bytes_per_number={b}")
         if card_params is not None:
             requires("card_params", check_card_params, card_params, [s])
         if kv_bytes_per_token is not None:
             requires("kv_bytes_per_token", check_kv_bytes_per_token, kv_bytes_per_token, [s], [b])
         w, seq = weight_bytes(s, _dtype(b)), kv_cache_bytes_per_sequence(s, n, _dtype(b))
         mha_w, w2 = weight_bytes(s.with_(n_kv_heads=s.n_heads), _dtype(b)), w * BYTES_16BIT // b
-        _check(fn, what, (s, n, mem, b), None, (None, "", max(0, (mem - w) // seq), merged(_hints(
+        up, near, fits = math.ceil((mem - w) / seq), round((mem - w) / seq), w <= mem  # rounding's slips
+        mistakes = merged(_hints(
             "requests_that_fit", too_big=(mem - w) // seq if w > mem else None,
             too_big_trunc=int((mem - w) / seq) if w > mem else None,
             memory_gib=max(0, (mem * GiB // GB - w) // seq),
             no_weights=mem // seq, mha_weights=max(0, (mem - mha_w) // seq),
-            **_rounding((mem - w) / seq) if w <= mem else {},
+            round_either=up if fits and up == near else None, round_up=up if fits and up != near else None,
+            round_nearest=near if fits and up != near else None,
             keys_only=max(0, (mem - w) // (seq // 2)),
             query_heads=max(0, (mem - w) // (seq * s.group_size)),
             active_weights=max(0, (mem - count_params(s).active * b) // seq) if s.is_moe else None,
             per_token=max(0, (mem - w) // (seq // n)) if n > 1 else None,
             fixed_bytes=max(0, (mem - w2) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None,
             fixed_bytes_weights=max(0, (mem - w2) // seq) if b != BYTES_16BIT else None,
-            fixed_bytes_cache=max(0, (mem - w) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None)),
-            EXACT), builds=("card_params", "kv_bytes_per_token"), counts="requests")
-
-
-def _rounding(fits: float) -> dict:
-    """The requests that rounding ``fits`` up and to the nearest give, named once if the same."""
-    up, nearest = math.ceil(fits), round(fits)
-    return dict(round_either=up) if up == nearest else dict(round_up=up, round_nearest=nearest)
+            fixed_bytes_cache=max(0, (mem - w) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None))
+        _check(fn, "requests_that_fit", s, is_shown(case, shown_cases), (s, n, mem, b), None,
+               (None, "", max(0, (mem - w) // seq), mistakes, EXACT), builds=("card_params", "kv_bytes_per_token"),
+               counts="requests", kinds=(heads_kind(s.n_heads, s.n_kv_heads),), text=f"{s.name or 'a shape'} "
+               f"(n_kv_heads={s.n_kv_heads}), n_tokens={n}, memory_bytes={mem}, bytes_per_number={b}")
 
 
 # --- the four sizes (the recap) ----------------------------------------------------------------
@@ -439,9 +379,8 @@ def _rounding(fits: float) -> dict:
 def weight_mistakes(s: ModelShape, b) -> dict:
     """``{diagnosis: wrong weight bytes}``."""
     c, wb = count_params(s), weight_bytes(s, _dtype(b))
-    return merged(_hints("four_sizes", active=c.active * b, params=c.total, gib=wb / GiB,
-                         gb=wb / GB, tied=wb + s.d_vocab * s.d_model * b
-                         if s.tied_embeddings else None,
+    return merged(_hints("four_sizes", active=c.active * b, params=c.total, gib=wb / GiB, gb=wb / GB,
+                         tied=wb + s.d_vocab * s.d_model * b if s.tied_embeddings else None,
                          fixed_bytes=c.total * BYTES_16BIT if b != BYTES_16BIT else None))
 
 
@@ -453,20 +392,15 @@ def check_four_sizes(fn, cards: Sequence = FOUR_SIZES_CARDS,
                      bytes_per_number: Sequence = FOUR_SIZES_BYTES) -> None:
     """Check ``fn(s, bytes_per_number) -> {"total_params", "active_params",
     "kv_cache_bytes_per_token", "weight_bytes"}`` against course_lib's counters."""
-    for card in cards:
+    for card, b in product(cards, bytes_per_number):
         s = _plain(as_shape(card))
         c = count_params(s)
-        for b in bytes_per_number:
-            what = _label("four_sizes", s, is_shown((card, b), [
-                (c, n) for c in FOUR_SIZES_CARDS for n in FOUR_SIZES_BYTES]), b,
-                          kinds=_kinds(s)[:1])
-            _check(fn, what, (s, b), FOUR_SIZES_KEYS,
-                   ("total_params", "", c.total, total_mistakes(s), EXACT),
-                   ("active_params", "", c.active, active_mistakes(s), EXACT),
-                   ("kv_cache_bytes_per_token", "", kv_cache_bytes_per_token(s, _dtype(b)),
-                    kv_mistakes(s, b), CLOSE),
-                   ("weight_bytes", "", weight_bytes(s, _dtype(b)), weight_mistakes(s, b), CLOSE),
-                   builds=("card_params", "kv_bytes_per_token"))
+        _check(fn, "four_sizes", s, is_shown((card, b), [*product(FOUR_SIZES_CARDS, FOUR_SIZES_BYTES)]),
+               (s, b), FOUR_SIZES_KEYS, ("total_params", "", c.total, total_mistakes(s), EXACT),
+               ("active_params", "", c.active, active_mistakes(s), EXACT),
+               ("kv_cache_bytes_per_token", "", kv_cache_bytes_per_token(s, _dtype(b)), kv_mistakes(s, b), CLOSE),
+               ("weight_bytes", "", weight_bytes(s, _dtype(b)), weight_mistakes(s, b), CLOSE),
+               builds=("card_params", "kv_bytes_per_token"), kinds=_kinds(s)[:1])
 
 
 # --- the variants of 2025-26: the cache by kind of layer, fine-grained and shared experts ------
@@ -480,10 +414,9 @@ def _random_hybrid(seed: str = "lesson6/kv_bytes_per_sequence") -> dict:
     n_layers, n_kv = rng.randint(4, 40), rng.choice((1, 2, 4, 8))
     n_heads, d_head = n_kv * rng.choice((1, 2, 4)), rng.choice((32, 64, 80, 128))
     window = rng.randint(64, 4096)
-    card = dict(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv,
-                d_ff=4 * n_heads * d_head, d_vocab=1000, n_ctx=16 * window, mlp="swiglu",
-                norm="rmsnorm", positions="rotary", qkv_bias=False, out_bias=False,
-                mlp_bias=False, tied_embeddings=False, sliding_window=window,
+    card = dict(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv, d_ff=4 * n_heads * d_head,
+                d_vocab=1000, n_ctx=16 * window, mlp="swiglu", norm="rmsnorm", positions="rotary", qkv_bias=False,
+                out_bias=False, mlp_bias=False, tied_embeddings=False, sliding_window=window,
                 n_sliding_layers=rng.randint(1, n_layers - 1))
     return dict(card=card, n_tokens=window * rng.randint(2, 8), bytes_per_number=rng.choice((1, 2, 4)))
 
@@ -493,10 +426,9 @@ def _random_shared_moe(seed: str = "lesson6/moe_layer_params") -> dict:
     width of their own (never n_shared_experts × d_ff)."""
     rng = random.Random(seed)
     d, n_experts = rng.choice((64, 96, 128, 256)), rng.choice((8, 16, 32, 64))
-    return dict(d_model=d, n_layers=2, n_heads=4, d_ff=rng.choice((32, 48, 96)), d_vocab=100,
-                n_ctx=64, mlp="swiglu", norm="rmsnorm", positions="rotary", qkv_bias=False,
-                out_bias=False, mlp_bias=False, tied_embeddings=False, n_experts=n_experts,
-                n_experts_per_tok=rng.randint(2, n_experts // 2),
+    return dict(d_model=d, n_layers=2, n_heads=4, d_ff=rng.choice((32, 48, 96)), d_vocab=100, n_ctx=64, mlp="swiglu",
+                norm="rmsnorm", positions="rotary", qkv_bias=False, out_bias=False, mlp_bias=False,
+                tied_embeddings=False, n_experts=n_experts, n_experts_per_tok=rng.randint(2, n_experts // 2),
                 n_shared_experts=rng.randint(1, 3), d_ff_shared=rng.choice((80, 112, 200)))
 
 
@@ -505,15 +437,13 @@ SEQ_CASES = (dict(card="gemma-3-1b-it", n_tokens=8192, bytes_per_number=BYTES_16
              dict(card="gpt-oss-20b", n_tokens=96, bytes_per_number=4),
              dict(card="DeepSeek-V2-Lite", n_tokens=4096, bytes_per_number=1),
              RANDOM_SEQ_CASE)
-"""Visible cases of :func:`check_kv_bytes_per_sequence`: Gemma 3 (sliding and global layers)
-past its window, gpt-oss-20b in 32-bit inside its 128-token window (so a window taken for
-min(n_tokens, window) fails), DeepSeek-V2-Lite (latent attention, 8-bit) and a shape made at run
-time past its window.  None is the lesson's 32,768-token sequence, whose caches its prose gives."""
+"""Visible cases of :func:`check_kv_bytes_per_sequence`: Gemma 3 (sliding and global layers) past its window,
+gpt-oss-20b in 32-bit inside its 128-token one (a window taken for min(n_tokens, window) fails), DeepSeek-V2-Lite
+(latent attention, 8-bit), a run-time shape past its window; not the 32,768 tokens the prose gives caches for."""
 MOE_CARDS = ("Qwen3-30B-A3B", "DeepSeek-V2-Lite", "gpt-oss-20b", "Qwen1.5-MoE-A2.7B", RANDOM_MOE_CARD)
-"""Visible cards of :func:`check_moe_layer_params`: fine-grained experts without (Qwen3) and
-with shared experts (DeepSeek-V2-Lite), a router with a bias and experts with biases (gpt-oss),
-a shared expert behind a gate of d_model × 1 (Qwen1.5-MoE), and a shape with shared experts made
-at run time."""
+"""Visible cards of :func:`check_moe_layer_params`: fine-grained experts without (Qwen3) and with shared experts
+(DeepSeek-V2-Lite), biases in router and experts (gpt-oss), a shared expert behind a gate of d_model × 1
+(Qwen1.5-MoE), and a shape with shared experts made at run time."""
 
 
 def seq_mistakes(s: ModelShape, n: int, b) -> dict:
@@ -524,37 +454,32 @@ def seq_mistakes(s: ModelShape, n: int, b) -> dict:
     some = past and slide < L
     return merged(_hints(
         "kv_bytes_per_sequence", one_token=per_token, numbers=right / b, only_keys=right / 2,
-        latent_pair=2 * right if mla else None,
-        fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
+        latent_pair=2 * right if mla else None, fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
         no_window=per_token * n if past else None,
         window_always=s.kv_cache_width * b * (slide * s.sliding_window + (L - slide) * n)
-        if slide and n < s.sliding_window else None,
-        all_slide=per_token * s.sliding_window if some else None,
-        wrong_way=s.kv_cache_width * b * (slide * n + (L - slide) * s.sliding_window)
-        if some else None, latent_heads=2 * L * s.n_kv_heads * s.d_head * n * b if mla else None,
-        no_rope=L * s.mla.kv_lora_rank * n * b if mla else None,
-        latent_per_head=right * s.n_heads if mla else None,
+        if slide and n < s.sliding_window else None, all_slide=per_token * s.sliding_window if some else None,
+        wrong_way=s.kv_cache_width * b * (slide * n + (L - slide) * s.sliding_window) if some else None,
+        latent_heads=2 * L * s.n_kv_heads * s.d_head * n * b if mla else None,
+        no_rope=L * s.mla.kv_lora_rank * n * b if mla else None, latent_per_head=right * s.n_heads if mla else None,
         query_heads=right * s.group_size if not mla and s.n_kv_heads != s.n_heads else None))
 
 
 def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> None:
-    """Check ``fn(s, n_tokens, bytes_per_number) -> bytes`` of one sequence's KV cache with each
-    layer's kind: full attention (n_tokens kept), sliding window (min(n_tokens, window), in
-    ``s.sliding_layers`` of the layers) or latent attention (kv_lora_rank + d_head_rope numbers
-    a layer a token); against ``memory.kv_cache_bytes_per_sequence``.  A case: ``card``,
-    ``n_tokens``, ``bytes_per_number`` (default 2)."""
+    """Check ``fn(s, n_tokens, bytes_per_number) -> bytes`` of one sequence's KV cache with each layer's kind: full
+    attention (n_tokens kept), sliding window (min(n_tokens, window), in ``s.sliding_layers`` of the layers) or
+    latent attention (kv_lora_rank + d_head_rope numbers a layer a token); against
+    ``memory.kv_cache_bytes_per_sequence``.  A case: ``card``, ``n_tokens``, ``bytes_per_number`` (default 2)."""
     for case in cases:
         s, n, b = as_shape(case["card"]), case["n_tokens"], case.get("bytes_per_number", BYTES_16BIT)
-        what = label("kv_bytes_per_sequence", f"a shape of {s.n_layers} layers, {s.sliding_layers}"
-                     f" of them sliding with a window of {s.sliding_window}, {s.n_kv_heads} kv "
-                     f"head{'s' * (s.n_kv_heads != 1)} of {s.d_head}, {n}, {b}", random=True) if case == RANDOM_SEQ_CASE \
-            else _label("kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), n, b, kinds=(
+        random = case == RANDOM_SEQ_CASE
+        _check(fn, "kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), (s, n, b), None, (
+            None, "", kv_cache_bytes_per_sequence(s, n, _dtype(b)), seq_mistakes(s, n, b), CLOSE), kinds=(
                 "latent attention" if s.mla is not None else "every layer full attention"
                 if not s.sliding_layers else "every layer sliding"
                 if s.sliding_layers == s.n_layers else "sliding and full layers",
-                "shorter than the window" if s.sliding_layers and n <= s.sliding_window else ""))
-        _check(fn, what, (s, n, b), None, (None, "", kv_cache_bytes_per_sequence(s, n, _dtype(b)),
-                                           seq_mistakes(s, n, b), CLOSE))
+                "shorter than the window" if s.sliding_layers and n <= s.sliding_window else ""),
+            random=random, text=HINTS["labels"]["random_hybrid"].format(
+                s=s, n=n, b=b, heads="s" * (s.n_kv_heads != 1)) if random else "")
 
 
 def moe_layer_counts(s: ModelShape) -> tuple:
@@ -566,14 +491,12 @@ def moe_layer_counts(s: ModelShape) -> tuple:
     used = held - (E - k) * expert
     shared, n_shared = mlp_params(s, s.shared_width) if s.n_shared_experts else 0, s.n_shared_experts
     common = _hints("moe_layer_params", no_router=-router_params_per_layer(s), no_shared=-shared,
-                    gate=-s.d_model if s.shared_expert_gate else None,
-                    router_bias=-E if s.router_bias else None,
+                    gate=-s.d_model if s.shared_expert_gate else None, router_bias=-E if s.router_bias else None,
                     shared_each=(n_shared - 1) * shared if n_shared > 1 else None,
                     shared_width=mlp_params(s, n_shared * s.d_ff) - shared
                     if n_shared and s.shared_width != n_shared * s.d_ff else None)
     held_m = _hints("moe_layer_params", held_used=used, held_one=held - (E - 1) * expert)
-    used_m = _hints("moe_layer_params", all_active=held, used_one=used - (k - 1) * expert,
-                    used_share=held * k / E)
+    used_m = _hints("moe_layer_params", all_active=held, used_one=used - (k - 1) * expert, used_share=held * k / E)
     return (held, used, merged({**held_m, **{d: held + v for d, v in common.items()}}),
             merged({**used_m, **{d: used + v for d, v in common.items()}}))
 
@@ -587,14 +510,11 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
         s = as_shape(card)
         if not s.is_moe:
             raise ValueError(f"{s.name or 'a shape'} has no experts")
-        what = label("moe_layer_params", f"d_model={s.d_model}, {s.n_experts} experts of {s.d_ff}, "
-                     f"{s.n_experts_per_tok} per token, {s.n_shared_experts} shared {s.shared_width} wide", random=True) \
-            if card == RANDOM_MOE_CARD else _label("moe_layer_params", s, is_shown(card, MOE_CARDS),
-                                                   kinds=("shared experts" if s.n_shared_experts
-                                                          else "no shared experts",))
         held, used, held_m, used_m = moe_layer_counts(s)
-        _check(fn, what, (s,), "held, used", (0, "held", held, held_m, EXACT),
-               (1, "used", used, used_m, EXACT))
+        _check(fn, "moe_layer_params", s, is_shown(card, MOE_CARDS), (s,), "held, used",
+               (0, "held", held, held_m, EXACT), (1, "used", used, used_m, EXACT), random=card == RANDOM_MOE_CARD,
+               kinds=("shared experts" if s.n_shared_experts else "no shared experts",),
+               text=HINTS["labels"]["random_shared_moe"].format(s=s) if card == RANDOM_MOE_CARD else "")
 
 
 # --- real-world examples and test yourself: sealed ---------------------------------------------
@@ -602,14 +522,12 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
 # neither this file nor a message shows them (course_lib.checks.sealed).  Tolerances: 0.2 % for
 # GiB and the fraction, whole numbers exact.  Regenerate: ``python -m course_lib.checks.seal``.
 
-check_llama2_70b = Question((SEALED["lesson6/llama2_70b_saved_gib"],),
-                            builds_on=("kv_bytes_per_token",))
+check_llama2_70b = Question((SEALED["lesson6/llama2_70b_saved_gib"],), builds_on=("kv_bytes_per_token",))
 """GiB of 16-bit cache Llama 2 70B saves per sequence of its full 4,096-token context with 8
 key/value heads instead of 64 (multi-head attention)."""
 check_mixtral = Question((SEALED["lesson6/mixtral_weights_gib"],))
 """GiB to hold Mixtral 8x7B's weights in 16-bit."""
-check_tys1 = Question(tuple(SEALED[f"lesson6/tys1_{k}"]
-                            for k in ("cache_fraction", "requests_32", "requests_8")))
+check_tys1 = Question(tuple(SEALED[f"lesson6/tys1_{k}"] for k in ("cache_fraction", "requests_32", "requests_8")))
 """The 8-head cache as a fraction of the 32-head one; the requests of SERVE_TOKENS tokens that
 fit in SERVE_MEMORY in 16-bit with 32 and with 8 kv heads (:func:`seven_b`)."""
 check_tys2 = Question((SEALED["lesson6/tys2_total_sets"], SEALED["lesson6/tys2_active_sets"]))
