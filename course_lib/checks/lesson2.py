@@ -421,7 +421,7 @@ def check_in_context_score(fn, cases: Sequence[Mapping] = (*CONTEXT_CASES, *RAND
 
 # --- sealed answers: the recap, the paper's figures, test yourself ---------------------------
 # Salted hashes of the right forms and of the usual mistakes' (course_lib.checks.sealed), so
-# neither this file nor a message shows them; regenerate with ``python -m course_lib.checks.seal``.
+# neither this file nor a message shows them; regenerate with ``python -m course_tools.seal``.
 
 check_recap_verdict = Question([SEALED["lesson2/recap_verdict"]])
 """The recap: were the 64-token inputs' added failures mostly ``missing`` or ``ignored``?"""

@@ -520,7 +520,7 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
 # --- real-world examples and test yourself: sealed ---------------------------------------------
 # Salted hashes of the forms that count as right and of those the usual mistakes give, so
 # neither this file nor a message shows them (course_lib.checks.sealed).  Tolerances: 0.2 % for
-# GiB and the fraction, whole numbers exact.  Regenerate: ``python -m course_lib.checks.seal``.
+# GiB and the fraction, whole numbers exact.  Regenerate: ``python -m course_tools.seal``.
 
 check_llama2_70b = Question((SEALED["lesson6/llama2_70b_saved_gib"],), builds_on=("kv_bytes_per_token",))
 """GiB of 16-bit cache Llama 2 70B saves per sequence of its full 4,096-token context with 8
