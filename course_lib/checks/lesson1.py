@@ -49,10 +49,9 @@ SHAPES = Inputs(shown=[GPT2_SMALL], random=RANDOM_SHAPES, hidden="another GPT-2-
 
 
 def _shape(d_model, n_layers=1, d_vocab=1, n_ctx=1, n_heads=1):
-    """A GPT-2-style shape.  No parameter count depends on n_heads (n_heads · d_head =
-    d_model), so 1 head is used when the question does not give one."""
-    return gpt2_shape(d_model=d_model, n_layers=n_layers, n_heads=n_heads, d_vocab=d_vocab,
-                      n_ctx=n_ctx)
+    """A GPT-2-style shape.  No parameter count depends on n_heads (n_heads · d_head = d_model), so 1 head is
+    used when the question does not give one."""
+    return gpt2_shape(d_model=d_model, n_layers=n_layers, n_heads=n_heads, d_vocab=d_vocab, n_ctx=n_ctx)
 
 
 def _not_rounded(expected: float) -> dict:
@@ -82,19 +81,17 @@ def gpt2_param_mistakes(d_model: int, n_layers: int, d_vocab: int, n_ctx: int) -
     total = count_params(_shape(d, L, d_vocab, n_ctx)).total
     tok, pos, block = d_vocab * d, n_ctx * d, 12 * d * d + 13 * d
     return _hints(
-        "gpt2_params", tied_twice=total + tok, no_positions=total - pos,
-        tied_twice_no_positions=total + tok - pos, no_embeddings=total - tok - pos,
-        no_biases=total - 9 * L * d, no_norms=total - 4 * L * d - 2 * d,
-        no_final_norm=total - 2 * d, norm_bias=total - (2 * L + 1) * d,
-        weights_only=total - 13 * L * d - 2 * d, ff_width=total - L * (6 * d * d + 3 * d),
-        no_attn_output=total - L * (d * d + d), no_blocks=total - L * block,
+        "gpt2_params", tied_twice=total + tok, no_positions=total - pos, tied_twice_no_positions=total + tok - pos,
+        no_embeddings=total - tok - pos, no_biases=total - 9 * L * d, no_norms=total - 4 * L * d - 2 * d,
+        no_final_norm=total - 2 * d, norm_bias=total - (2 * L + 1) * d, weights_only=total - 13 * L * d - 2 * d,
+        ff_width=total - L * (6 * d * d + 3 * d), no_attn_output=total - L * (d * d + d), no_blocks=total - L * block,
         one_block=total - (L - 1) * block)
 
 
 check_gpt2_params = Exercise(
     "gpt2_params", SHAPES, reference=lambda a: {"total": count_params(_shape(**a)).total},
     parts=[Part(expected="total", integer=True, mistakes=lambda r: gpt2_param_mistakes(
-        r["d_model"], r["n_layers"], r["d_vocab"], r["n_ctx"]))])
+        **{k: r[k] for k in GPT2_SMALL}))])
 """``gpt2_params(d_model, n_layers, d_vocab, n_ctx)``: a GPT-2 parameter count, exact."""
 
 # --- the embedding share ---------------------------------------------------------------------
@@ -170,9 +167,9 @@ how many times all blocks', and the whole model's, parameters grow when d_model 
 
 
 # --- test yourself ---------------------------------------------------------------------------
-# Sealed (sealed_answers/lesson1.json).  The questions say that whole numbers (tys1, tys3) or
-# two decimals (tys2) will do, so the tolerances let such answers pass: tys1 0.5 % (params,
-# millions) and 1.6 % (percent), tys2 1.5 %, tys3 1 %.  Every named mistake lies outside them.
+# Sealed.  The questions say that whole numbers (tys1, tys3) or two decimals (tys2) will do, so the tolerances
+# let such answers pass: tys1 0.5 % (params, millions) and 1.6 % (percent), tys2 1.5 %, tys3 1 %.  Every named
+# mistake lies outside them.
 
 TYS1_PARAMS, TYS1_EMBEDDING, TYS2_BIGGER, TYS2_FF_SHARE, TYS3_WIDTH, TYS3_LAYERS = (SEALED[f"lesson1/{k}"] for k in (
     "tys1_params_millions", "tys1_embedding_percent", "tys2_bigger", "tys2_ff_share", "tys3_width_factor",
@@ -201,15 +198,13 @@ check_spec_sheet_costs = Exercise(
     _costs, returns=("params", "weight_bytes", "kv_cache_bytes", "flops_per_token"),
     builds_on=("gpt2_params",), parts=[
         Part("params", expected="params", integer=True, mistakes=lambda r: gpt2_param_mistakes(
-            r["d"], r["L"], r["V"], r["n"])),
+            **{k: r[k] for k in GPT2_SMALL})),
         Part("weight_bytes", expected="wb", rel=1e-9, mistakes=lambda r: _hints(
-            "spec_sheet_costs", param_count=r["params"], fp32=4 * r["params"], gib=r["wb"] / GiB,
-            gb=r["wb"] / GB, tied_twice=2 * (r["params"] + r["V"] * r["d"]),
-            no_positions=2 * (r["params"] - r["n"] * r["d"]))),
+            "spec_sheet_costs", param_count=r["params"], fp32=4 * r["params"], gib=r["wb"] / GiB, gb=r["wb"] / GB,
+            tied_twice=2 * (r["params"] + r["V"] * r["d"]), no_positions=2 * (r["params"] - r["n"] * r["d"]))),
         Part("kv_cache_bytes", expected="kv", rel=1e-9, mistakes=lambda r: _hints(
-            "spec_sheet_costs", one_factor_2=r["kv"] / 2, both_factors_2=r["kv"] / 4,
-            kv_n_heads=r["kv"] * r["h"], one_token=r["kv"] / r["n"], one_layer=r["kv"] / r["L"],
-            gib=r["kv"] / GiB)),
+            "spec_sheet_costs", one_factor_2=r["kv"] / 2, both_factors_2=r["kv"] / 4, kv_n_heads=r["kv"] * r["h"],
+            one_token=r["kv"] / r["n"], one_layer=r["kv"] / r["L"], gib=r["kv"] / GiB)),
         Part("flops_per_token", expected="flops", rel=1e-9, mistakes=lambda r: _hints(
             "spec_sheet_costs", macs=r["flops"] / 2, no_head=r["flops"] - 2 * r["d"] * r["V"],
             no_attention=r["flops"] - 2 * r["macs_attn"], rule_of_thumb=2 * r["params"],
