@@ -23,8 +23,7 @@ from .sealed import load as _load_sealed
 SEALED, HINTS, _hints = _load_sealed("lesson5"), _load_hints("lesson5"), words("lesson5")
 SEVEN_B = dict(n_layers=32, n_heads=32, n_kv_heads=32, d_head=128)
 """The lesson's 7B-class shape (Llama 2 7B, Touvron et al., 2023): 32 layers, 32 heads of 128."""
-RECAP = dict(card="Llama-2-13b-hf", n_tokens=4096, memory_gb=80, bytes_per_number=2,
-             accelerator="A100 SXM 80GB")
+RECAP = dict(card="Llama-2-13b-hf", n_tokens=4096, memory_gb=80, bytes_per_number=2, accelerator="A100 SXM 80GB")
 """The recap's service: Llama 2 13B at 4,096 tokens on one A100 SXM 80GB (80 × 10^9 bytes),
 weights and cache in 16-bit."""
 
@@ -174,8 +173,7 @@ of one sequence's KV cache, against ``memory.kv_cache_bytes_per_sequence``."""
 
 _r = random.Random("lesson5/flops_per_weight_byte")
 RANDOM_INTENSITY_CASE = dict(n_tokens=_r.randint(2, 4000), bytes_per_number=_r.choice((1, 4)))
-INTENSITY_CASES = (dict(n_tokens=1, bytes_per_number=2), dict(n_tokens=512, bytes_per_number=2),
-                   RANDOM_INTENSITY_CASE)
+INTENSITY_CASES = (dict(n_tokens=1, bytes_per_number=2), dict(n_tokens=512, bytes_per_number=2), RANDOM_INTENSITY_CASE)
 check_flops_per_weight_byte = Exercise(
     "flops_per_weight_byte", Inputs(INTENSITY_CASES[:2], INTENSITY_CASES[2:], hidden=""),
     lambda a: {"n": a["n_tokens"], "b": a["bytes_per_number"]}, fixed_note=False, parts=[Part(
@@ -224,9 +222,8 @@ def request_args(card, memory_gb, n_tokens, bytes_per_number) -> dict:
     if s.sliding_window is not None or s.mla is not None:
         raise ValueError(f"{card} has a sliding window or latent attention: the simple cache "
                          "formula does not hold")
-    return dict(memory_gb=memory_gb, n_params=count_params(s).total, n_layers=s.n_layers,
-                n_heads=s.n_heads, n_kv_heads=s.n_kv_heads, d_head=s.d_head, n_tokens=n_tokens,
-                bytes_per_number=bytes_per_number)
+    return dict(memory_gb=memory_gb, n_params=count_params(s).total, n_layers=s.n_layers, n_heads=s.n_heads,
+                n_kv_heads=s.n_kv_heads, d_head=s.d_head, n_tokens=n_tokens, bytes_per_number=bytes_per_number)
 
 
 def requests_expected(card, memory_gb, n_tokens, bytes_per_number) -> int:
@@ -263,8 +260,7 @@ def check_requests_fit(fn, cases: Sequence[Mapping] = REQUEST_CASES) -> None:
         if isinstance(got, (int, float)) and not isinstance(got, bool) and got < 0:
             raise CheckFailed(HINTS["requests_fit"]["negative"].format(what=what))
         with builds_on("kv_cache_size"):
-            check_value(got, requests_expected(**case), what=what, integer=True,
-                        mistakes=_request_mistakes(**args))
+            check_value(got, requests_expected(**case), what=what, integer=True, mistakes=_request_mistakes(**args))
 
 
 # --- test yourself and the recap (sealed_answers/lesson5.json) --------------------------------------
