@@ -26,10 +26,9 @@ GPT2_SMALL_CARD = dict(n_layers=12, d_model=768, n_heads=12, d_vocab=50257, n_ct
 
 
 def random_shapes(seed: str, n: int = 2, heads: bool = False) -> tuple[dict, ...]:
-    """``n`` GPT-2-style shapes drawn at run time from ``random.Random(seed)`` (the same on
-    every run, so the grader's run of the model answer tries the same ones): d_model a multiple
-    of 32 from 96 to 1,504, 2 to 30 layers, 500 to 60,000 tokens, a context of 128 to 2,560;
-    with ``heads``, a card (n_heads 2, 4 or 8) in :data:`GPT2_SMALL_CARD`'s order."""
+    """``n`` GPT-2-style shapes drawn at run time from ``random.Random(seed)`` (the same on every run, so the
+    grader's run of the model answer tries the same ones): d_model a multiple of 32 from 96 to 1,504, 2 to 30
+    layers, 500 to 60,000 tokens, a context of 128 to 2,560; with ``heads``, a card (n_heads 2, 4 or 8)."""
     rng, out = random.Random(f"lesson1/{seed}"), []
     for _ in range(n):
         s = dict(d_model=32 * rng.randint(3, 47), n_layers=rng.randint(2, 30), d_vocab=rng.randint(500, 60_000),
@@ -99,8 +98,7 @@ check_gpt2_params = Exercise(
 check_embedding_share = Exercise(
     "embedding_share", SHAPES, _counts, returns="embedding parameters, share of the model", parts=[
         Part(0, "the embedding parameters", "E", integer=True, mistakes=lambda r: _hints(
-            "embedding_share", no_positions=r["tok"], no_tokens=r["pos"],
-            second_table=2 * r["tok"] + r["pos"])),
+            "embedding_share", no_positions=r["tok"], no_tokens=r["pos"], second_table=2 * r["tok"] + r["pos"])),
         Part(1, "the embedding share", "E_share", rel=1e-9, builds_on=("gpt2_params",), mistakes=lambda r: {
             **_hints("embedding_share", share_no_positions=r["tok"] / r["total"],
                      rest_of_model=r["E"] / (r["total"] - r["E"]), tied_twice=r["E"] / (r["total"] + r["tok"])),
@@ -160,8 +158,7 @@ check_doubling = Exercise(
             "doubling", same_block=1, not_wider=4, whole_model_deep=r["md"])),
         Part(2, "model_wide", "mw", rel=1e-9, mistakes=lambda r: _hints(
             "doubling", blocks_growth=r["bw"], embeddings_double=4, blocks_grow_4=2)),
-        Part(3, "model_deep", "md", rel=1e-9, mistakes=lambda r: _hints(
-            "doubling", less_than_2=2, same_block=1))])
+        Part(3, "model_deep", "md", rel=1e-9, mistakes=lambda r: _hints("doubling", less_than_2=2, same_block=1))])
 """``doubling(d_model, n_layers, d_vocab, n_ctx) -> (blocks_wide, blocks_deep, model_wide, model_deep)``:
 how many times all blocks', and the whole model's, parameters grow when d_model or n_layers doubles."""
 
@@ -193,10 +190,9 @@ def _costs(a) -> dict:
 
 
 check_spec_sheet_costs = Exercise(
-    "spec_sheet_costs", Inputs(shown=[GPT2_SMALL_CARD], random=RANDOM_CARDS,
-                               hidden="another GPT-2-style card"),
-    _costs, returns=("params", "weight_bytes", "kv_cache_bytes", "flops_per_token"),
-    builds_on=("gpt2_params",), parts=[
+    "spec_sheet_costs", Inputs(shown=[GPT2_SMALL_CARD], random=RANDOM_CARDS, hidden="another GPT-2-style card"),
+    _costs, returns=("params", "weight_bytes", "kv_cache_bytes", "flops_per_token"), builds_on=("gpt2_params",),
+    parts=[
         Part("params", expected="params", integer=True, mistakes=lambda r: gpt2_param_mistakes(
             **{k: r[k] for k in GPT2_SMALL})),
         Part("weight_bytes", expected="wb", rel=1e-9, mistakes=lambda r: _hints(
