@@ -3,8 +3,7 @@
 Generation is compared with ``TinyGPT.generate(use_cache=False)`` on seeded toy models, its
 calls to ``model.run`` recorded (a loop without the cache fails even with the right tokens);
 cache bytes and requests that fit with :mod:`course_lib.memory`; FLOPs per weight byte and the
-ridge point with their definitions (a multiply-add is 2 FLOPs).  Mistakes' words:
-``hints/lesson5.toml``; test-yourself answers: sealed."""
+ridge point with their definitions (a multiply-add is 2 FLOPs).  Words: ``hints/lesson5.toml``."""
 from __future__ import annotations
 
 import math
@@ -14,19 +13,17 @@ from typing import Mapping, Sequence
 from ..cards import load_card
 from ..memory import kv_cache_bytes_per_sequence, requests_that_fit
 from ..params import count_params
-from ..shapes import llama_shape
+from ..shapes import gpt2_shape, llama_shape
 from ..units import ACCELERATORS, GB, GiB  # noqa: F401 (ACCELERATORS: the lesson's table)
 from . import CheckFailed, builds_on, check_close, check_value, heads_kind, is_shown, on_hidden
-from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, Question, call, dtype_name,
-                       label, merged)
-from .hints import load as _load_hints, named
+from .exercise import RANDOM_TAG, Exercise, Inputs, Part, Question, attempt, call, dtype_name, merged
+from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
-SEALED, HINTS = _load_sealed("lesson5"), _load_hints("lesson5")
+SEALED, HINTS, _hints = _load_sealed("lesson5"), _load_hints("lesson5"), words("lesson5")
 SEVEN_B = dict(n_layers=32, n_heads=32, n_kv_heads=32, d_head=128)
 """The lesson's 7B-class shape (Llama 2 7B, Touvron et al., 2023): 32 layers, 32 heads of 128."""
-RECAP = dict(card="Llama-2-13b-hf", n_tokens=4096, memory_gb=80, bytes_per_number=2,
-             accelerator="A100 SXM 80GB")
+RECAP = dict(card="Llama-2-13b-hf", n_tokens=4096, memory_gb=80, bytes_per_number=2, accelerator="A100 SXM 80GB")
 """The recap's service: Llama 2 13B at 4,096 tokens on one A100 SXM 80GB (80 × 10^9 bytes),
 weights and cache in 16-bit."""
 
@@ -40,19 +37,16 @@ def cache_shape(n_layers, n_heads, n_kv_heads, d_head):
 
 # --- exercise 1: generation with a cache --------------------------------------------------------
 
-def _random_gen_case(r: random.Random) -> dict:
-    kv = r.choice((1, 2))
-    shape = (dict(kind="gpt2", d_model=8 * r.randint(2, 4), n_layers=r.randint(1, 3),
-                  n_heads=r.choice((2, 4)), d_vocab=r.randint(20, 60), n_ctx=64)
-             if r.random() < 0.5 else
-             dict(kind="llama", d_model=16 * kv * r.randint(1, 2), n_layers=r.randint(1, 3),
-                  n_heads=4 * kv, n_kv_heads=kv, d_ff=r.choice((32, 48)),
-                  d_vocab=r.randint(20, 60), n_ctx=64))
-    return dict(shape=shape, batch=r.randint(1, 3), prompt_len=r.randint(2, 8),
-                n_new=r.randint(3, 10), seed=r.randint(10, 999))
-
-
-RANDOM_GEN_CASE = _random_gen_case(random.Random("lesson5/generate_cached"))
+_r = random.Random("lesson5/generate_cached")
+_kv = _r.choice((1, 2))  # a GPT-2 or a Llama-style toy model, drawn in this order
+RANDOM_GEN_CASE = dict(shape=dict(kind="gpt2", d_model=8 * _r.randint(2, 4), n_layers=_r.randint(1, 3),
+                                  n_heads=_r.choice((2, 4)), d_vocab=_r.randint(20, 60), n_ctx=64)
+                       if _r.random() < 0.5 else
+                       dict(kind="llama", d_model=16 * _kv * _r.randint(1, 2), n_layers=_r.randint(1, 3),
+                            n_heads=4 * _kv, n_kv_heads=_kv, d_ff=_r.choice((32, 48)), d_vocab=_r.randint(20, 60),
+                            n_ctx=64),
+                       batch=_r.randint(1, 3), prompt_len=_r.randint(2, 8), n_new=_r.randint(3, 10),
+                       seed=_r.randint(10, 999))
 GEN_CASES = (dict(shape=dict(kind="gpt2", d_model=32, n_layers=2, n_heads=4, d_vocab=50,
                              n_ctx=64), batch=2, prompt_len=6, n_new=12, seed=0), RANDOM_GEN_CASE)
 
@@ -62,7 +56,6 @@ def toy_model(shape: Mapping, seed: int):
     ``llama_shape``'s keywords.  Weights ~ Normal(0, 0.5), so that a stale cache shows."""
     import torch
 
-    from ..shapes import gpt2_shape
     from ..tiny_gpt import TinyGPT
 
     kw = dict(shape)
@@ -117,7 +110,6 @@ def _check_generate_case(fn, case: Mapping) -> None:
         fail("not_tensor", type=type(got).__name__)
     if got.dtype.is_floating_point or got.dtype.is_complex or got.dtype == torch.bool:
         fail("not_integer", dtype=got.dtype)
-    want = f" = ({b}, {p + n_new}), got {tuple(got.shape)}" if shown else ""
     width = got.shape[1] if got.dim() == 2 and got.shape[0] == b else None  # None: a wrong shape
     if width == n_new:
         fail("new_only")
@@ -125,21 +117,20 @@ def _check_generate_case(fn, case: Mapping) -> None:
         fail("off_by_one", count=f"{width - p} new tokens, not {n_new}" if shown else
              "one new token too " + ("many" if width > p + n_new else "few"))
     if width != p + n_new:
-        fail("shape", want=want)
+        fail("shape", want=f" = ({b}, {p + n_new}), got {tuple(got.shape)}" if shown else "")
     if not torch.equal(got[:, :p], prompt):
         fail("prompt_changed")
     if not calls or calls[0][1] != 0:
         fail("first_cached" if calls else "never_runs")
-    for (n0, past0), (n, past) in zip(calls, calls[1:]):
-        if past == 0 or n != 1 or past != past0 + n0:
-            fail("no_cache" if past == 0 else "several" if n != 1 else "stale", n=n if shown else "several")
+    bad = [(n, past) for (n0, p0), (n, past) in zip(calls, calls[1:]) if past == 0 or n != 1 or past != p0 + n0]
+    for n, past in bad[:1]:  # the first step with no cache, more than one token, or a stale cache
+        fail("no_cache" if past == 0 else "several" if n != 1 else "stale", n=n if shown else "several")
     if len(calls) > n_new + 1:
         fail("too_many_calls", times=f"{len(calls)} times" if shown else "too often")
     if not torch.equal(got, expected):
         fail("differ")
     # Passed: publish what was decided (records for the grader), the same for any right loop.
-    not_cached = sum(n != 1 or past != p0 + n0 for (n0, p0), (n, past) in zip(calls, calls[1:]))
-    check_value(not_cached, 0, what=f"{what}: steps not fed one token with the latest cache", integer=True)
+    check_value(len(bad), 0, what=f"{what}: steps not fed one token with the latest cache", integer=True)
     check_close(got, expected, what=f"{what}: the tokens", rtol=0.0, atol=0.0)
 
 
@@ -167,12 +158,10 @@ def kv_cache_expected(n_layers, n_heads, n_kv_heads, d_head, n_tokens, bytes_per
 
 
 def _kv_mistakes(r) -> dict:
-    kv = r["value"]
-    q = None if r["n_heads"] == r["n_kv_heads"] else kv * r["n_heads"] / r["n_kv_heads"]
-    return merged(named(HINTS["kv_cache_size"], values=kv / 2, query_heads=q,
-                        query_heads_keys=q / 2 if q else None, bits=8 * kv, numbers=kv / r["bytes_per_number"],
-                        one_layer=kv / r["n_layers"], one_token=kv / r["n_tokens"], gib=kv / GiB,
-                        gb=kv / GB))
+    kv, q = r["value"], None if r["n_heads"] == r["n_kv_heads"] else r["value"] * r["n_heads"] / r["n_kv_heads"]
+    return merged(_hints("kv_cache_size", values=kv / 2, query_heads=q, query_heads_keys=q and q / 2, bits=8 * kv,
+                         numbers=kv / r["bytes_per_number"], one_layer=kv / r["n_layers"],
+                         one_token=kv / r["n_tokens"], gib=kv / GiB, gb=kv / GB))
 
 
 check_kv_cache_size = Exercise(
@@ -184,15 +173,13 @@ of one sequence's KV cache, against ``memory.kv_cache_bytes_per_sequence``."""
 
 _r = random.Random("lesson5/flops_per_weight_byte")
 RANDOM_INTENSITY_CASE = dict(n_tokens=_r.randint(2, 4000), bytes_per_number=_r.choice((1, 4)))
-INTENSITY_CASES = (dict(n_tokens=1, bytes_per_number=2), dict(n_tokens=512, bytes_per_number=2),
-                   RANDOM_INTENSITY_CASE)
+INTENSITY_CASES = (dict(n_tokens=1, bytes_per_number=2), dict(n_tokens=512, bytes_per_number=2), RANDOM_INTENSITY_CASE)
 check_flops_per_weight_byte = Exercise(
     "flops_per_weight_byte", Inputs(INTENSITY_CASES[:2], INTENSITY_CASES[2:], hidden=""),
-    lambda a: {"n": a["n_tokens"], "b": a["bytes_per_number"]}, [Part(
-        expected=lambda r: 2 * r["n"] / r["b"], rel=1e-9, mistakes=lambda r: merged(named(
-            HINTS["flops_per_weight_byte"], macs=r["n"] / r["b"], bits=2 * r["n"] / (8 * r["b"]),
-            no_reuse=2 / r["b"], inverted=r["b"] / (2 * r["n"]), times_bytes=2 * r["n"] * r["b"])))],
-    fixed_note=False)
+    lambda a: {"n": a["n_tokens"], "b": a["bytes_per_number"]}, fixed_note=False, parts=[Part(
+        expected=lambda r: 2 * r["n"] / r["b"], rel=1e-9, mistakes=lambda r: merged(_hints(
+            "flops_per_weight_byte", macs=r["n"] / r["b"], bits=2 * r["n"] / (8 * r["b"]),
+            no_reuse=2 / r["b"], inverted=r["b"] / (2 * r["n"]), times_bytes=2 * r["n"] * r["b"])))])
 """``flops_per_weight_byte(n_tokens, bytes_per_number)``: FLOPs per byte of weights when one
 pass handles n_tokens tokens, each weight read once and used in one multiply-add (2 FLOPs) per
 token: 2·n_tokens / bytes_per_number."""
@@ -202,24 +189,17 @@ RIDGE_CASES = (dict(peak_flops=312e12, bandwidth=2.039e12, bytes_per_number=2), 
                dict(peak_flops=_r.choice((100e12, 400e12, 1979e12, 2250e12)),
                     bandwidth=_r.choice((1e12, 1.6e12, 4e12, 8e12)), bytes_per_number=_r.choice((1, 4))))
 RANDOM_RIDGE_CASE = RIDGE_CASES[1]
-
-
-def _ridge(a) -> dict:
-    P, W, b, h = a["peak_flops"], a["bandwidth"], a["bytes_per_number"], HINTS["ridge_point"]
-    ridge = P / W
-    return dict(ridge=ridge, batch=ridge * b / 2, ridge_mistakes=named(
-        h, inverted=W / P, tib=P / (W * 2**40 / 1e12), half_peak=P / 2 / W, bits_per_second=P / (8 * W)),
-        batch_mistakes=merged(named(h, batch_macs=ridge * b, batch_is_ridge=ridge,
-                                    batch_bits=ridge * 8 * b / 2, batch_upside_down=ridge * 2 / b)))
-
-
 check_ridge_point = Exercise(
-    "ridge_point", Inputs(RIDGE_CASES[:1], RIDGE_CASES[1:], hidden=""), _ridge, returns="ridge, batch",
-    parts=[Part(0, expected="ridge", rel=1e-6, mistakes=lambda r: r["ridge_mistakes"],
-                suffix="[0], the ridge point"),
-           Part(1, expected="batch", rel=0.005, mistakes=lambda r: r["batch_mistakes"],
-                builds_on=("flops_per_weight_byte",), suffix="[1], the decode batch at the ridge")],
-    fixed_note=False)
+    "ridge_point", Inputs(RIDGE_CASES[:1], RIDGE_CASES[1:], hidden=""), returns="ridge, batch", fixed_note=False,
+    reference=lambda a: dict(P=a["peak_flops"], W=a["bandwidth"], b=a["bytes_per_number"],
+                             ridge=a["peak_flops"] / a["bandwidth"]),
+    parts=[Part(0, expected="ridge", rel=1e-6, suffix="[0], the ridge point", mistakes=lambda r: _hints(
+               "ridge_point", inverted=r["W"] / r["P"], tib=r["P"] / (r["W"] * 2**40 / 1e12),
+               half_peak=r["P"] / 2 / r["W"], bits_per_second=r["P"] / (8 * r["W"]))),
+           Part(1, expected=lambda r: r["ridge"] * r["b"] / 2, rel=0.005, builds_on=("flops_per_weight_byte",),
+                suffix="[1], the decode batch at the ridge", mistakes=lambda r: merged(_hints(
+                    "ridge_point", batch_macs=r["ridge"] * r["b"], batch_is_ridge=r["ridge"],
+                    batch_bits=r["ridge"] * 8 * r["b"] / 2, batch_upside_down=r["ridge"] * 2 / r["b"])))])
 """``ridge_point(peak_flops, bandwidth, bytes_per_number) -> (ridge, batch)``: peak / bandwidth
 (FLOP per byte), and the decode batch whose FLOPs per weight byte, 2·B / bytes_per_number,
 reach it: ridge · bytes_per_number / 2."""
@@ -242,9 +222,8 @@ def request_args(card, memory_gb, n_tokens, bytes_per_number) -> dict:
     if s.sliding_window is not None or s.mla is not None:
         raise ValueError(f"{card} has a sliding window or latent attention: the simple cache "
                          "formula does not hold")
-    return dict(memory_gb=memory_gb, n_params=count_params(s).total, n_layers=s.n_layers,
-                n_heads=s.n_heads, n_kv_heads=s.n_kv_heads, d_head=s.d_head, n_tokens=n_tokens,
-                bytes_per_number=bytes_per_number)
+    return dict(memory_gb=memory_gb, n_params=count_params(s).total, n_layers=s.n_layers, n_heads=s.n_heads,
+                n_kv_heads=s.n_kv_heads, d_head=s.d_head, n_tokens=n_tokens, bytes_per_number=bytes_per_number)
 
 
 def requests_expected(card, memory_gb, n_tokens, bytes_per_number) -> int:
@@ -260,11 +239,10 @@ def _request_mistakes(memory_gb, n_params, n_layers, n_heads, n_kv_heads, d_head
     def fit(memory, w, c):
         return max(0, math.floor((memory - w) / c))
 
-    return merged(named(
-        HINTS["requests_fit"], no_weights=math.floor(mem / cache), gib=fit(memory_gb * GiB, weights, cache),
+    return merged(_hints(
+        "requests_fit", no_weights=math.floor(mem / cache), gib=fit(memory_gb * GiB, weights, cache),
         query_heads=None if n_heads == n_kv_heads else fit(mem, weights, cache * n_heads / n_kv_heads),
-        values=fit(mem, weights, cache / 2),
-        round_up=math.ceil((mem - weights) / cache) if mem > weights else 0,
+        values=fit(mem, weights, cache / 2), round_up=math.ceil((mem - weights) / cache) if mem > weights else 0,
         params_as_bytes=fit(mem, n_params, cache)))
 
 
@@ -272,18 +250,17 @@ def check_requests_fit(fn, cases: Sequence[Mapping] = REQUEST_CASES) -> None:
     """Check ``fn(memory_gb, n_params, n_layers, n_heads, n_kv_heads, d_head, n_tokens,
     bytes_per_number)``: how many sequences of ``n_tokens`` fit in the cache beside the weights
     (a whole number, 0 when the weights alone do not fit), against ``memory.requests_that_fit``."""
-    for case in cases:
-        args, shown = request_args(**case), is_shown(case, REQUEST_CASES)
-        what = label("requests_fit", args, shown=shown, random=case == RANDOM_REQUEST_CASE, kinds=(
-            f"a card of model_type {load_card(case['card']).model_type}",
-            heads_kind(args["n_heads"], args["n_kv_heads"]))) + (f" ({case['card']})" if shown else "")
-        got = call(fn, what, shown=shown, **args)
+    for case in cases:  # a shown label names the card after the learner's arguments
+        args = request_args(**case)
+        what, shown, got = attempt(fn, "requests_fit", case, (REQUEST_CASES[:1], REQUEST_CASES[1:]), args,
+                                   kwargs=args, kinds=(f"a card of model_type {load_card(case['card']).model_type}",
+                                                       heads_kind(args["n_heads"], args["n_kv_heads"])))
+        what += f" ({case['card']})" if shown else ""
         got = int(got) if isinstance(got, float) and got.is_integer() else got
         if isinstance(got, (int, float)) and not isinstance(got, bool) and got < 0:
             raise CheckFailed(HINTS["requests_fit"]["negative"].format(what=what))
         with builds_on("kv_cache_size"):
-            check_value(got, requests_expected(**case), what=what, integer=True,
-                        mistakes=_request_mistakes(**args))
+            check_value(got, requests_expected(**case), what=what, integer=True, mistakes=_request_mistakes(**args))
 
 
 # --- test yourself and the recap (sealed_answers/lesson5.json) --------------------------------------
