@@ -15,16 +15,14 @@ import torch.nn.functional as F
 
 from .. import tasks
 from . import CheckFailed, _as_number, check_sealed, check_value, is_shown, on_hidden
-from .exercise import RANDOM_TAG, Question, attempt, call, close, compare, exactly, name_mistake
+from .exercise import RANDOM_TAG, Question, attempt, call, close, compare, exactly, name_mistake, read_choice
 from .hints import load as _load_hints, named
 from .sealed import load as _load_sealed
 
 SEALED, HINTS = _load_sealed("lesson2"), _load_hints("lesson2")
 """This assignment's sealed answers by salt, and the words of its named mistakes by exercise."""
-SCALE_TEST, SCALE_TRIALS, SCALE_SEED = dict(d_k=256, n_keys=8), 10_000, 0
-"""Section 2's softmax test (one query, 8 keys of d_k = 256), its measurement's draws and seed."""
-PAPER_BASE = dict(d_model=512, n_heads=8)
-"""Vaswani et al. 2017, the base model: d_model = 512, h = 8 heads (d_k = d_v = 64)."""
+SCALE_TRIALS, SCALE_SEED = 10_000, 0
+"""Section 2's measurement (one query, 8 keys of d_k = 256): its draws and seed."""
 # The visible tests' fixed inputs (the hidden tests pass others); check_largest_weight's draws
 # per case, and check_missing_or_ignored's threshold.
 ATTENTION_CASES = (dict(batch=(2,), n_q=4, n_k=6, d_k=8, d_v=5, mask=None, seed=0),
@@ -46,8 +44,7 @@ def _random(name: str) -> random.Random:
 # lesson's fixed case, so that an answer which ignores its arguments fails in the notebook.
 _r = _random("attention")
 RANDOM_ATTENTION = (dict(batch=_r.choice(((3,), (2, 2))), n_q=_r.randint(2, 7), n_k=_r.randint(3, 9),
-                         d_k=_r.choice((4, 12, 16, 24)), d_v=_r.randint(2, 7), mask="random",
-                         seed=_r.randint(100, 10_000)),)
+                         d_k=_r.choice((4, 12, 16, 24)), d_v=_r.randint(2, 7), mask="random", seed=_r.randint(100, 10_000)),)
 _r = _random("largest_weight")
 RANDOM_WEIGHT = (dict(d_k=_r.choice((8, 32, 48, 128)), n_keys=_r.randint(3, 12), seed=_r.randint(100, 10_000)),)
 RANDOM_MASK_SIZES = (_random("causal_mask").randint(6, 20),)
@@ -80,29 +77,32 @@ def _tensor(x, what: str):
     return x.detach().to(torch.float64)
 
 
-def _got(shape, shown: bool) -> str:
-    return f", got {tuple(shape)}" if shown else ", got another shape"
+def _shape(what: str, shape, shown: bool, words: str, hint: str = "") -> str:
+    """A wrong shape's message: ``words`` (``{want}`` filled by the caller), then the shape got on a
+    shown input (``another shape`` on a hidden one) and ``hint``."""
+    return f"{what}: {words}, got {tuple(shape) if shown else 'another shape'}" + (f": {hint}" if hint else "")
 
 
 # --- 1. attention ----------------------------------------------------------------------------
 
+_MASK_KINDS = {None: "no mask", "random": "with a mask", "causal": "with a causal mask",
+               "random-batch": "with a mask of its own for each batch element"}
+
+
 def attention_inputs(batch=(2,), n_q=4, n_k=6, d_k=8, d_v=5, mask=None, seed=0):
     """Seeded float32 q (*batch, n_q, d_k), k (*batch, n_k, d_k), v (*batch, n_k, d_v) and a bool
     mask (True = may attend): None, "random" (n_q, n_k), "random-batch" (batch[0], 1, ..., n_q,
-    n_k) or "causal"; a random mask's row has a True and, with room, a False."""
-    if mask not in (None, "random", "random-batch", "causal"):
-        raise ValueError(f"mask={mask!r} must be None, 'random', 'random-batch' or 'causal'")
-    if mask == "causal" and n_q != n_k:
-        raise ValueError("a causal case needs n_q == n_k")
+    n_k) or "causal" (n_q == n_k); a random mask's row has a True and, with room, a False."""
+    if mask not in _MASK_KINDS or mask == "causal" and n_q != n_k:
+        raise ValueError(f"mask={mask!r} must be None, 'random', 'random-batch' or 'causal' (with n_q == n_k)")
     g, batch, rows = torch.Generator().manual_seed(seed), tuple(batch), torch.arange(n_q)
     q, k, v = (torch.randn(*batch, n, d, generator=g) for n, d in ((n_q, d_k), (n_k, d_k), (n_k, d_v)))
     if mask in (None, "causal"):
         return q, k, v, None if mask is None else torch.ones(n_q, n_k, dtype=torch.bool).tril()
     m = torch.rand((n_q, n_k) if mask == "random" else (*batch[:1], *[1] * (len(batch) - 1), n_q, n_k),
                    generator=g) < 0.6
-    m[..., rows, rows % n_k] = True                 # at least one key per query
-    if n_k > 1:
-        m[..., rows, (rows + 1) % n_k] = False      # and at least one hidden
+    m[..., rows, rows % n_k] = True                     # at least one key per query
+    m[..., rows, (rows + 1) % n_k] = n_k == 1           # and, with room, at least one hidden
     return q, k, v, m
 
 
@@ -116,10 +116,6 @@ def _attend(q, k, v, mask=None, scale="sqrt", axis=-1, masked_score=float("-inf"
     return weights @ v, weights
 
 
-_MASK_KINDS = {None: "no mask", "random": "with a mask", "causal": "with a causal mask",
-               "random-batch": "with a mask of its own for each batch element"}
-
-
 def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_ATTENTION)) -> None:
     """Check ``fn(q, k, v, mask=None) -> (out (..., n_q, d_v), weights (..., n_q, n_k))``:
     softmax(q kᵀ / sqrt(d_k)) v, a bool ``mask`` (True = may attend, broadcast) applied to the
@@ -127,38 +123,32 @@ def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_AT
     H = HINTS["attention"]
     for case in cases:
         q, k, v, mask = attention_inputs(**case)
-        m = "no mask" if mask is None else f"mask {tuple(mask.shape)}"
+        text = ", ".join(f"{n} {tuple(t.shape)}" for n, t in zip("qkv", (q, k, v)))
         label, shown, result = _try(
-            fn, "attention", case, (ATTENTION_CASES, RANDOM_ATTENTION), f"q {tuple(q.shape)}, k "
-            f"{tuple(k.shape)}, v {tuple(v.shape)}, {m}", [t.clone() for t in (q, k, v, mask) if t is not None],
-            kinds=("batched" if tuple(case.get("batch", ())) else "unbatched",
-                   _MASK_KINDS.get(case.get("mask"), "with a mask")))
+            fn, "attention", case, (ATTENTION_CASES, RANDOM_ATTENTION), text + (
+                ", no mask" if mask is None else f", mask {tuple(mask.shape)}"),
+            [t.clone() for t in (q, k, v, mask) if t is not None], kinds=(
+                "batched" if tuple(case.get("batch", ())) else "unbatched", _MASK_KINDS.get(case.get("mask"), "with a mask")))
         if not isinstance(result, (tuple, list)) or len(result) != 2:
-            raise CheckFailed(f"{label}: return two tensors, (out, weights), got "
-                              f"{type(result).__name__} {result!r:.60}")
+            raise CheckFailed(f"{label}: {H['two_tensors']}, got {type(result).__name__} {result!r:.60}")
         out, weights = _tensor(result[0], f"{label}, out"), _tensor(result[1], f"{label}, weights")
         want_out, want_w = (*q.shape[:-1], v.shape[-1]), (*q.shape[:-1], k.shape[-2])
         if tuple(out.shape) != want_out:
-            raise CheckFailed(f"{label}: out should have shape {want_out if shown else '(..., n_q, d_v)'}"
-                              f"{_got(out.shape, shown)}: "
-                              f"{H['out_is_weights' if tuple(out.shape) == want_w else 'out_shape']}")
+            raise CheckFailed(_shape(label, out.shape, shown, H["out_should"].format(
+                want=want_out if shown else "(..., n_q, d_v)"), H["out_is_weights" if out.shape == want_w else "out_shape"]))
         if tuple(weights.shape) != want_w:
-            hint = f": {H['transposed']}" if tuple(weights.shape) == (*q.shape[:-2], k.shape[-2], q.shape[-2]) else ""
-            raise CheckFailed(f"{label}: weights should have shape (..., n_q, n_k)"
-                              f"{f' = {want_w}' if shown else ''}{_got(weights.shape, shown)}{hint}")
+            raise CheckFailed(_shape(label, weights.shape, shown, H["weights_should"] + (f" = {want_w}" if shown else ""),
+                                     H["transposed"] if weights.shape == (*q.shape[:-2], k.shape[-2], q.shape[-2]) else ""))
         variants = named(H, no_scale=_attend(q, k, v, mask, scale=None), by_d_k=_attend(q, k, v, mask, scale="d_k"),
-                         over_queries=_attend(q, k, v, mask, axis=-2))
-        if mask is not None:
-            variants.update(named(H, mask_ignored=_attend(q, k, v, None), mask_inverted=_attend(q, k, v, ~mask),
-                                  masked_zero=_attend(q, k, v, mask, masked_score=0.0),
-                                  mask_after=_attend(q, k, v, mask, mask_after=True)))
-        if k.shape[-1] == v.shape[-1]:
-            variants.update(named(H, swapped=_attend(q, v, k, mask)))
+                         over_queries=_attend(q, k, v, mask, axis=-2), **({} if mask is None else dict(
+                             mask_ignored=_attend(q, k, v, None), mask_inverted=_attend(q, k, v, ~mask),
+                             masked_zero=_attend(q, k, v, mask, masked_score=0.0),
+                             mask_after=_attend(q, k, v, mask, mask_after=True))),
+                         swapped=_attend(q, v, k, mask) if k.shape[-1] == v.shape[-1] else None)
         refs = (F.scaled_dot_product_attention(q, k, v, attn_mask=mask), _attend(q, k, v, mask)[1])
         for idx, (which, got, ref) in enumerate(zip(("out", "weights"), (out, weights), refs)):
             ref = ref.to(torch.float64)
-            if idx and not close(got, ref) and not close(got.sum(-1), torch.ones(got.shape[:-1]),
-                                                        atol=1e-4, rtol=1e-5):
+            if idx and not close(got, ref) and not close(got.sum(-1), torch.ones(got.shape[:-1]), atol=1e-4, rtol=1e-5):
                 raise CheckFailed(f"{label}: {H['not_normalised']}")
             if not close(got, ref) and not bool(got.isfinite().all()):
                 raise CheckFailed(f"{label}, {which} is not right: {H['not_finite']}")
@@ -190,26 +180,22 @@ def check_largest_weight(fn, cases: Sequence[Mapping] = (*WEIGHT_CASES, *RANDOM_
     """Check ``fn(d_k, n_keys, scaled, n_trials, seed) -> float``: the mean largest softmax weight
     (:func:`largest_weight_reference`), within five standard errors of the reference."""
     H = HINTS["largest_weight"]
-    for case in cases:
-        d_k, n_keys, seed = case["d_k"], case["n_keys"], case["seed"]
-        for scaled in (False, True):
-            args = dict(d_k=d_k, n_keys=n_keys, scaled=scaled, n_trials=n_trials, seed=seed)
-            label, _, got = _try(fn, "mean_largest_weight", case, (WEIGHT_CASES, RANDOM_WEIGHT), args,
-                                 kwargs=args, kinds=(f"scaled={scaled}",), shown=n_trials == WEIGHT_TRIALS)
-            got = _as_number(got, label)
-            mean, std = largest_weight_reference(d_k, n_keys, scaled, n_trials, seed)
-            tol = _mc_tolerance(std, n_trials)
-            if abs(got - mean) <= tol:  # the grader compares with the model answer's: twice tol
-                check_value(got, mean, what=label, rel=2 * tol / abs(mean))
-                continue
-            wrong = {H["flag_scaled" if scaled else "flag_unscaled"]:
-                     largest_weight_reference(d_k, n_keys, not scaled, n_trials, seed)[0]}
-            if scaled:
-                wrong[H["by_d_k"]] = largest_weight_reference(d_k, n_keys, True, n_trials, seed, divide_by=d_k)[0]
-            name_mistake(label, {H["average"]: math.isclose(got, 1 / n_keys, rel_tol=1e-6), H["above_one"]: got > 1,
-                                 **{d: abs(w - mean) > 2 * tol and abs(got - w) <= tol for d, w in wrong.items()}})
-            raise CheckFailed(f"{label} is not right: it is too {'large' if got > mean else 'small'} "
-                              "by more than Monte-Carlo error (five standard errors) allows")
+    for case, scaled in ((case, scaled) for case in cases for scaled in (False, True)):
+        args = dict(d_k=case["d_k"], n_keys=case["n_keys"], scaled=scaled, n_trials=n_trials, seed=case["seed"])
+        label, _, got = _try(fn, "mean_largest_weight", case, (WEIGHT_CASES, RANDOM_WEIGHT), args, kwargs=args,
+                             kinds=(f"scaled={scaled}",), shown=n_trials == WEIGHT_TRIALS)
+        got, ref = _as_number(got, label), partial(largest_weight_reference, case["d_k"], case["n_keys"],
+                                                   n_trials=n_trials, seed=case["seed"])
+        mean, std = ref(scaled)
+        tol = _mc_tolerance(std, n_trials)
+        if abs(got - mean) <= tol:  # the grader compares with the model answer's: twice tol
+            check_value(got, mean, what=label, rel=2 * tol / abs(mean))
+            continue
+        wrong = named(H, flag_scaled=ref(False)[0] if scaled else None, flag_unscaled=None if scaled else ref(True)[0],
+                      by_d_k=ref(True, divide_by=case["d_k"])[0] if scaled else None)
+        name_mistake(label, {H["average"]: math.isclose(got, 1 / case["n_keys"], rel_tol=1e-6), H["above_one"]: got > 1,
+                             **{d: abs(w - mean) > 2 * tol and abs(got - w) <= tol for d, w in wrong.items()}})
+        raise CheckFailed(f"{label} is not right: " + H["too_far"].format(side="large" if got > mean else "small"))
 
 
 # --- 3. the causal mask ----------------------------------------------------------------------
@@ -221,23 +207,18 @@ def check_causal_mask(fn, sizes: Sequence[int] = (*MASK_SIZES, *RANDOM_MASK_SIZE
     for n in sizes:
         label, shown, got = _try(fn, "causal_mask", n, (MASK_SIZES, RANDOM_MASK_SIZES), str(n), (n,))
         if not isinstance(got, torch.Tensor):
-            raise CheckFailed(f"{label}: return a bool torch tensor, got {type(got).__name__}")
+            raise CheckFailed(f"{label}: {H['not_tensor']}, got {type(got).__name__}")
         if tuple(got.shape) != (n, n):
-            raise CheckFailed(f"{label}: return an (n, n) tensor, rows = queries, columns = keys"
-                              + (f"; got shape {tuple(got.shape)}" if shown else ""))
+            raise CheckFailed(f"{label}: {H['shape']}" + (f"; got shape {tuple(got.shape)}" if shown else ""))
         if got.dtype != torch.bool:
-            if got.is_floating_point() and bool(torch.isinf(got).any()):
-                raise CheckFailed(f"{label}: {H['additive']}")
-            raise CheckFailed(f"{label}: return a bool tensor (True = may attend), got "
-                              f"{got.dtype}; .bool() converts 0/1")
+            additive = got.is_floating_point() and bool(torch.isinf(got).any())
+            raise CheckFailed(f"{label}: " + (H["additive"] if additive else H["not_bool"].format(dtype=got.dtype)))
         ones, g = torch.ones(n, n, dtype=torch.bool), got.tolist()
         right = ones.tril().tolist()
-        wrong = named(H, diagonal=ones.tril(-1), one_ahead=ones.tril(1), inverted=~ones.tril(),
-                      transposed=ones.triu())
+        wrong = named(H, diagonal=ones.tril(-1), one_ahead=ones.tril(1), inverted=~ones.tril(), transposed=ones.triu())
         if not exactly(g, right, label, {d: g == w.tolist() != right for d, w in wrong.items()}):
             how_many = f"{int((got != ones.tril()).sum())} of {n * n}" if shown else "some"
-            raise CheckFailed(f"{label} is not right: {how_many} entries differ from 'query i may "
-                              "see key j when j <= i'")
+            raise CheckFailed(f"{label} is not right: " + H["differ"].format(how_many=how_many))
 
 
 # --- 4. head scores --------------------------------------------------------------------------
@@ -256,6 +237,7 @@ def pattern_inputs(shape=(4, 12, 12), period=4, seed=0, kind="random"):
 def _head_scores(fn, cases, name, reference, mistakes, periodic=False) -> None:
     """Both head-score checks: ``fn(pattern[, period])`` (the pattern's leading dimensions)
     against ``reference(pattern, period)``, naming ``mistakes(pattern in float64, period)``."""
+    H = HINTS["head_scores"]
     for case in cases:
         p, period = pattern_inputs(**case), case["period"]
         kind = "an induction-like" if case.get("kind") == "induction" else "a random"
@@ -265,9 +247,8 @@ def _head_scores(fn, cases, name, reference, mistakes, periodic=False) -> None:
                 f"{kind} causal pattern", "a single pattern, no leading dimensions" if len(case["shape"]) == 2 else ""))
         got, want = _tensor(got, label), tuple(p.shape[:-2])
         if tuple(got.shape) != want:
-            raise CheckFailed(f"{label}: expected " + (f"shape {want} (the pattern's leading dimensions)" if shown
-                              else "the shape of the pattern's leading dimensions") + _got(got.shape, shown)
-                              + (f": {HINTS['head_scores']['per_query']}" if got.dim() > len(want) else ""))
+            raise CheckFailed(_shape(label, got.shape, shown, H["expected"].format(want=want) if shown else H["expected_hidden"],
+                                     H["per_query"] if got.dim() > len(want) else ""))
         compare(got, reference(p, period).to(torch.float64), what=label, rtol=1e-5, atol=1e-6,
                 mistakes=mistakes(p.to(torch.float64), period))
 
@@ -293,12 +274,11 @@ def check_induction_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *RANDO
     """Check ``fn(pattern, period) -> (...)`` scores: for queries i >= period, the weight on the
     keys right after each earlier copy (i - period + 1, i - 2·period + 1, ...), averaged over
     those queries.  Reference: course_lib.tasks.induction_score."""
-    def mistakes(d, t):
-        return named(HINTS["induction_score"], the_copy=_induction_variant(d, t, offset=0),
-                     two_after=_induction_variant(d, t, offset=2), latest_only=_induction_variant(
-                         d, t, every_copy=False), every_query=_induction_variant(d, t, first_query=0),
-                     late=_induction_variant(d, t, first_query=t + 1), early=_induction_variant(d, t, first_query=t - 1))
-    _head_scores(fn, cases, "induction_score", tasks.induction_score, mistakes, periodic=True)
+    v = _induction_variant
+    _head_scores(fn, cases, "induction_score", tasks.induction_score, lambda d, t: named(
+        HINTS["induction_score"], the_copy=v(d, t, offset=0), two_after=v(d, t, offset=2),
+        latest_only=v(d, t, every_copy=False), every_query=v(d, t, first_query=0), late=v(d, t, first_query=t + 1),
+        early=v(d, t, first_query=t - 1)), periodic=True)
 
 
 def heads_above_reference(scores, threshold):
@@ -318,13 +298,13 @@ def check_heads_above(fn, tables: Sequence = None) -> None:
         label, _, got = _try(fn, "heads_above", number, ((0,), (1,)), f"scores {tuple(scores.shape)}, "
                              f"threshold={threshold}", (scores.clone(), threshold), shown=tables is None)
         if not isinstance(got, list):
-            raise CheckFailed(f"{label}: return a list of (layer, head) pairs, got {type(got).__name__}")
+            raise CheckFailed(f"{label}: {H['pairs']}, got {type(got).__name__}")
         try:
             got = [tuple(int(x) for x in pair) for pair in got]
             if any(len(pair) != 2 for pair in got):
                 raise ValueError
         except (TypeError, ValueError):
-            raise CheckFailed(f"{label}: return a list of (layer, head) pairs of ints, got {got!r:.80}") from None
+            raise CheckFailed(f"{label}: {H['pairs']} of ints, got {got!r:.80}") from None
         expected, (n_layers, n_heads), flat = heads_above_reference(scores, threshold), scores.shape, scores.flatten()
         by_layers = [divmod(i, n_layers) for i in flat.argsort(descending=True).tolist() if flat[i] > threshold]
         side = "many" if len(got) > len(expected) else "few"
@@ -333,7 +313,7 @@ def check_heads_above(fn, tables: Sequence = None) -> None:
                 H["head_layer"]: sorted((h, l) for l, h in got) == sorted(expected),
                 H["by_layers"]: n_layers != n_heads and got == by_layers,
                 H["count"].format(n=len(got), side=side): len(got) != len(expected)}, sep=": "):
-            raise CheckFailed(f"{label} is not right: compare each (layer, head) with the table")
+            raise CheckFailed(f"{label} is not right: {H['compare']}")
 
 
 # --- 5. missing or ignored -------------------------------------------------------------------
@@ -365,31 +345,25 @@ def check_missing_or_ignored(fn, cases: Sequence[Mapping] = (*QUERY_CASES, *RAND
                              threshold: float = THRESHOLD) -> None:
     """Check ``fn(tokens, pattern, i, threshold) -> "missing" | "ignored" | "used"`` for every
     query i < pos - 1 of seeded repeated tokens and patterns (:func:`query_inputs`)."""
+    H = HINTS["missing_or_ignored"]
     for case in cases:
         tokens, pattern = query_inputs(**case)
-        pos = len(tokens)
-        shown = is_shown(case, (*QUERY_CASES, *RANDOM_QUERY)) and threshold == THRESHOLD
-        label = ((RANDOM_TAG if is_shown(case, RANDOM_QUERY) else "")
-                 + f"missing_or_ignored on {pos} tokens with period {case['period']}" if shown
-                 else on_hidden("missing_or_ignored"))
-        got = []
-        for i in range(pos - 1):
-            at = f"{label}, query {i}" if shown else label  # a hidden input's positions unsaid
-            answer = call(fn, at, tokens.clone(), pattern.clone(), i, threshold, shown=shown, **_OWN)
-            if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
-                raise CheckFailed(f"{at}: answer with one of {', '.join(map(repr, LABELS))}, got {answer!r:.60}")
-            got.append(answer.strip().lower())
+        n, shown = len(tokens) - 1, is_shown(case, (*QUERY_CASES, *RANDOM_QUERY)) and threshold == THRESHOLD
+        label = ((RANDOM_TAG if is_shown(case, RANDOM_QUERY) else "") + H["on_tokens"].format(
+            pos=n + 1, period=case["period"]) if shown else on_hidden("missing_or_ignored"))
+        at = [f"{label}, query {i}" if shown else label for i in range(n)]  # a hidden input's positions unsaid
+        got = [read_choice(call(fn, at[i], tokens.clone(), pattern.clone(), i, threshold, shown=shown, **_OWN), at[i],
+                           LABELS) for i in range(n)]
 
         def labels(**kw):
-            return [missing_or_ignored_reference(tokens, pattern, i, threshold, **kw) for i in range(pos - 1)]
+            return [missing_or_ignored_reference(tokens, pattern, i, threshold, **kw) for i in range(n)]
 
         expected = labels()
-        wrong = named(HINTS["missing_or_ignored"], copy=labels(keys="copy"), future=labels(see_future=True),
-                      reversed=labels(reverse=True))
+        wrong = named(H, copy=labels(keys="copy"), future=labels(see_future=True), reversed=labels(reverse=True))
         if not exactly(got, expected, label, {d: got == w != expected for d, w in wrong.items()}):
-            bad = [i for i in range(pos - 1) if got[i] != expected[i]]
-            raise CheckFailed(f"{label}: {len(bad)} of {pos - 1} queries get the wrong label, the first at "
-                              f"query {bad[0]}" if shown else f"{label}: some queries get the wrong label")
+            bad = [i for i in range(n) if got[i] != expected[i]]
+            raise CheckFailed(f"{label}: " + (H["wrong_labels"].format(bad=len(bad), n=n, first=bad[0]) if shown
+                                              else H["some_wrong"]))
 
 
 # --- 6. real-world examples ------------------------------------------------------------------
@@ -426,7 +400,7 @@ def check_in_context_score(fn, cases: Sequence[Mapping] = (*CONTEXT_CASES, *RAND
 check_recap_verdict = Question([SEALED["lesson2/recap_verdict"]])
 """The recap: were the 64-token inputs' added failures mostly ``missing`` or ``ignored``?"""
 check_paper = Question([SEALED["lesson2/paper_d_k"], SEALED["lesson2/paper_score_std"]])
-"""The paper's base model (:data:`PAPER_BASE`): d_k = d_model / h, and the measured standard
+"""The paper's base model (d_model = 512, h = 8): d_k = d_model / h, and the measured standard
 deviation of q·k for standard normal q, k of that width (within 5 % of sqrt(d_k))."""
 
 QKV_OPTIONS = dict(a="what a token offers, so that others can find it", b="what a token is looking for in the "
@@ -439,7 +413,7 @@ TYS1_SEALED = {name: SEALED[f"lesson2/tys1/{name}"] for name in ("query", "key",
 def check_tys1(answer) -> None:
     """Test-yourself 1: a dict matching query, key and value to letters of QKV_OPTIONS (sealed)."""
     if not isinstance(answer, Mapping) or set(answer) != set(TYS1_SEALED):
-        raise CheckFailed("tys1: give a dict with the keys 'query', 'key' and 'value', each mapped to a letter")
+        raise CheckFailed(HINTS["tys1"]["keys"])
     for name, sealed in TYS1_SEALED.items():
         check_sealed(answer[name], sealed)
 
