@@ -1,8 +1,7 @@
-"""Checks for lesson 2, "Attention".  References: torch's ``scaled_dot_product_attention``, a
-Monte-Carlo draw made here (five standard errors), ``ones(n, n).tril()``, :mod:`course_lib.tasks`
-(head scores) and :func:`course_lib.training.next_token_losses`; the fixed answers are sealed.  A
-failure names the likely mistake (words: ``hints/lesson2.toml``), never a hidden input's values or
-shapes; inputs come from their own seeded generators (the notebook's random state is untouched)."""
+"""Checks for lesson 2, "Attention", on inputs from their own seeded generators (the notebook's random state
+is untouched).  References: torch's attention, a Monte-Carlo draw made here (five standard errors),
+:mod:`course_lib.tasks` and :mod:`course_lib.training`; the fixed answers are sealed.  A failure names the
+likely mistake (words: ``hints/lesson2.toml``), never a hidden input's values or shapes."""
 from __future__ import annotations
 
 import math
@@ -15,18 +14,17 @@ import torch.nn.functional as F
 
 from .. import tasks
 from . import CheckFailed, _as_number, check_sealed, check_value, is_shown, on_hidden
-from .exercise import RANDOM_TAG, Question, attempt, call, close, compare, exactly, name_mistake
+from .exercise import RANDOM_TAG, Question, attempt, call, close, compare, exactly, name_mistake, read_choice
 from .hints import load as _load_hints, named
 from .sealed import load as _load_sealed
 
 SEALED, HINTS = _load_sealed("lesson2"), _load_hints("lesson2")
 """This assignment's sealed answers by salt, and the words of its named mistakes by exercise."""
-SCALE_TEST, SCALE_TRIALS, SCALE_SEED = dict(d_k=256, n_keys=8), 10_000, 0
-"""Section 2's softmax test (one query, 8 keys of d_k = 256), its measurement's draws and seed."""
-PAPER_BASE = dict(d_model=512, n_heads=8)
-"""Vaswani et al. 2017, the base model: d_model = 512, h = 8 heads (d_k = d_v = 64)."""
-# The visible tests' fixed inputs (the hidden tests pass others); check_largest_weight's draws
-# per case, and check_missing_or_ignored's threshold.
+SCALE_TRIALS, SCALE_SEED = 10_000, 0
+"""Section 2's measurement (one query, 8 keys of d_k = 256): its draws and seed."""
+# The visible tests' fixed inputs (the hidden tests pass others), check_largest_weight's draws per case and
+# check_missing_or_ignored's threshold; then one input of each made at run time (seeded), so that an answer
+# which ignores its arguments fails in the notebook.
 ATTENTION_CASES = (dict(batch=(2,), n_q=4, n_k=6, d_k=8, d_v=5, mask=None, seed=0),
                    dict(batch=(2,), n_q=5, n_k=7, d_k=8, d_v=3, mask="random", seed=1))
 WEIGHT_CASES, WEIGHT_TRIALS = (dict(d_k=256, n_keys=8, seed=0),), 4000
@@ -37,13 +35,10 @@ LABELS = ("missing", "ignored", "used")
 
 
 def _random(name: str) -> random.Random:
-    """One exercise's seeded generator: the same on every run, so the grader's run of the model
-    answer tries the same inputs as the learner's."""
+    """One exercise's generator: the same on every run, so the grader's run tries the learner's inputs."""
     return random.Random(f"lesson2/{name}")
 
 
-# Inputs made at run time (seeded): every visible test of a function tries one besides the
-# lesson's fixed case, so that an answer which ignores its arguments fails in the notebook.
 _r = _random("attention")
 RANDOM_ATTENTION = (dict(batch=_r.choice(((3,), (2, 2))), n_q=_r.randint(2, 7), n_k=_r.randint(3, 9),
                          d_k=_r.choice((4, 12, 16, 24)), d_v=_r.randint(2, 7), mask="random",
@@ -68,8 +63,8 @@ del _r, _pos
 _OWN = dict(explain_errors=True, shortcuts={"attention.py": None, "tiled_attention.py": None, "tasks.py": {
     "previous_token_score", "induction_score", "head_scores"}}, c_functions={
     "scaled_dot_product_attention", "_scaled_dot_product_attention_math", "multi_head_attention_forward"})
-"""How the learner's functions are called (:func:`~course_lib.checks.exercise.call`): they may not
-call course_lib's attention or head scores, nor torch's fused attention; an exception names the input."""
+"""How the learner's functions are called (:func:`~course_lib.checks.exercise.call`): not calling course_lib's
+attention or head scores, nor torch's fused attention; an exception names the input."""
 _try = partial(attempt, **_OWN)
 
 
@@ -80,29 +75,37 @@ def _tensor(x, what: str):
     return x.detach().to(torch.float64)
 
 
-def _got(shape, shown: bool) -> str:
-    return f", got {tuple(shape)}" if shown else ", got another shape"
+def _shape(what: str, shape, shown: bool, words: str, hint: str = "") -> str:
+    """A wrong shape's message: ``words``, the shape got (on a shown input) and ``hint``."""
+    return f"{what}: {words}, got {tuple(shape) if shown else 'another shape'}" + (f": {hint}" if hint else "")
+
+
+def _after_copies(n: int, period: int, offset: int = 1):
+    """(n, n) bool: query i's keys i - period + offset, i - 2·period + offset, ... (the token after each copy)."""
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    return (j <= i - period + offset) & ((i - j + offset) % period == 0)
 
 
 # --- 1. attention ----------------------------------------------------------------------------
 
+_MASK_KINDS = {None: "no mask", "random": "with a mask", "causal": "with a causal mask",
+               "random-batch": "with a mask of its own for each batch element"}
+
+
 def attention_inputs(batch=(2,), n_q=4, n_k=6, d_k=8, d_v=5, mask=None, seed=0):
-    """Seeded float32 q (*batch, n_q, d_k), k (*batch, n_k, d_k), v (*batch, n_k, d_v) and a bool
-    mask (True = may attend): None, "random" (n_q, n_k), "random-batch" (batch[0], 1, ..., n_q,
-    n_k) or "causal"; a random mask's row has a True and, with room, a False."""
-    if mask not in (None, "random", "random-batch", "causal"):
-        raise ValueError(f"mask={mask!r} must be None, 'random', 'random-batch' or 'causal'")
-    if mask == "causal" and n_q != n_k:
-        raise ValueError("a causal case needs n_q == n_k")
+    """Seeded float32 q (*batch, n_q, d_k), k (*batch, n_k, d_k), v (*batch, n_k, d_v) and a bool mask (True =
+    may attend): None, "random" (n_q, n_k), "random-batch" (batch[0], 1, ..., n_q, n_k) or "causal" (n_q == n_k);
+    a random mask's row has a True and, with room, a False."""
+    if mask not in _MASK_KINDS or mask == "causal" and n_q != n_k:
+        raise ValueError(f"mask={mask!r} must be None, 'random', 'random-batch' or 'causal' (with n_q == n_k)")
     g, batch, rows = torch.Generator().manual_seed(seed), tuple(batch), torch.arange(n_q)
     q, k, v = (torch.randn(*batch, n, d, generator=g) for n, d in ((n_q, d_k), (n_k, d_k), (n_k, d_v)))
     if mask in (None, "causal"):
         return q, k, v, None if mask is None else torch.ones(n_q, n_k, dtype=torch.bool).tril()
     m = torch.rand((n_q, n_k) if mask == "random" else (*batch[:1], *[1] * (len(batch) - 1), n_q, n_k),
                    generator=g) < 0.6
-    m[..., rows, rows % n_k] = True                 # at least one key per query
-    if n_k > 1:
-        m[..., rows, (rows + 1) % n_k] = False      # and at least one hidden
+    m[..., rows, rows % n_k] = True                     # at least one key per query
+    m[..., rows, (rows + 1) % n_k] = n_k == 1           # and, with room, at least one hidden
     return q, k, v, m
 
 
@@ -116,49 +119,38 @@ def _attend(q, k, v, mask=None, scale="sqrt", axis=-1, masked_score=float("-inf"
     return weights @ v, weights
 
 
-_MASK_KINDS = {None: "no mask", "random": "with a mask", "causal": "with a causal mask",
-               "random-batch": "with a mask of its own for each batch element"}
-
-
 def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_ATTENTION)) -> None:
-    """Check ``fn(q, k, v, mask=None) -> (out (..., n_q, d_v), weights (..., n_q, n_k))``:
-    softmax(q kᵀ / sqrt(d_k)) v, a bool ``mask`` (True = may attend, broadcast) applied to the
-    scores.  Reference: torch's ``scaled_dot_product_attention`` (atol 1e-5) and a softmax."""
+    """Check ``fn(q, k, v, mask=None) -> (out (..., n_q, d_v), weights (..., n_q, n_k))``: softmax(q kᵀ / sqrt(d_k))
+    v, a bool ``mask`` (True = may attend) on the scores.  Reference: torch's ``scaled_dot_product_attention``."""
     H = HINTS["attention"]
     for case in cases:
         q, k, v, mask = attention_inputs(**case)
-        m = "no mask" if mask is None else f"mask {tuple(mask.shape)}"
-        label, shown, result = _try(
-            fn, "attention", case, (ATTENTION_CASES, RANDOM_ATTENTION), f"q {tuple(q.shape)}, k "
-            f"{tuple(k.shape)}, v {tuple(v.shape)}, {m}", [t.clone() for t in (q, k, v, mask) if t is not None],
-            kinds=("batched" if tuple(case.get("batch", ())) else "unbatched",
-                   _MASK_KINDS.get(case.get("mask"), "with a mask")))
+        text = ", ".join(f"{n} {tuple(t.shape)}" for n, t in zip("qkv", (q, k, v)))
+        text += ", no mask" if mask is None else f", mask {tuple(mask.shape)}"
+        kinds = ("batched" if tuple(case.get("batch", ())) else "unbatched", _MASK_KINDS[case.get("mask")])
+        label, shown, result = _try(fn, "attention", case, (ATTENTION_CASES, RANDOM_ATTENTION), text,
+                                    [t.clone() for t in (q, k, v, mask) if t is not None], kinds=kinds)
         if not isinstance(result, (tuple, list)) or len(result) != 2:
-            raise CheckFailed(f"{label}: return two tensors, (out, weights), got "
-                              f"{type(result).__name__} {result!r:.60}")
+            raise CheckFailed(f"{label}: {H['two_tensors']}, got {type(result).__name__} {result!r:.60}")
         out, weights = _tensor(result[0], f"{label}, out"), _tensor(result[1], f"{label}, weights")
         want_out, want_w = (*q.shape[:-1], v.shape[-1]), (*q.shape[:-1], k.shape[-2])
-        if tuple(out.shape) != want_out:
-            raise CheckFailed(f"{label}: out should have shape {want_out if shown else '(..., n_q, d_v)'}"
-                              f"{_got(out.shape, shown)}: "
-                              f"{H['out_is_weights' if tuple(out.shape) == want_w else 'out_shape']}")
-        if tuple(weights.shape) != want_w:
-            hint = f": {H['transposed']}" if tuple(weights.shape) == (*q.shape[:-2], k.shape[-2], q.shape[-2]) else ""
-            raise CheckFailed(f"{label}: weights should have shape (..., n_q, n_k)"
-                              f"{f' = {want_w}' if shown else ''}{_got(weights.shape, shown)}{hint}")
-        variants = named(H, no_scale=_attend(q, k, v, mask, scale=None), by_d_k=_attend(q, k, v, mask, scale="d_k"),
-                         over_queries=_attend(q, k, v, mask, axis=-2))
-        if mask is not None:
-            variants.update(named(H, mask_ignored=_attend(q, k, v, None), mask_inverted=_attend(q, k, v, ~mask),
-                                  masked_zero=_attend(q, k, v, mask, masked_score=0.0),
-                                  mask_after=_attend(q, k, v, mask, mask_after=True)))
-        if k.shape[-1] == v.shape[-1]:
-            variants.update(named(H, swapped=_attend(q, v, k, mask)))
+        if out.shape != want_out:
+            want = want_out if shown else "(..., n_q, d_v)"
+            raise CheckFailed(_shape(label, out.shape, shown, H["out_should"].format(want=want),
+                                     H["out_is_weights" if out.shape == want_w else "out_shape"]))
+        if weights.shape != want_w:
+            transposed = weights.shape == (*want_w[:-2], want_w[-1], want_w[-2])
+            words = H["weights_should"] + (f" = {want_w}" if shown else "")
+            raise CheckFailed(_shape(label, weights.shape, shown, words, H["transposed"] if transposed else ""))
+        changes = named(H, no_scale=dict(scale=None), by_d_k=dict(scale="d_k"), over_queries=dict(axis=-2), **(
+            {} if mask is None else dict(mask_ignored=dict(mask=None), mask_inverted=dict(mask=~mask),
+                                         masked_zero=dict(masked_score=0.0), mask_after=dict(mask_after=True))),
+            swapped=dict(k=v, v=k) if k.shape[-1] == v.shape[-1] else None)
+        variants = {d: _attend(**{"q": q, "k": k, "v": v, "mask": mask, **change}) for d, change in changes.items()}
         refs = (F.scaled_dot_product_attention(q, k, v, attn_mask=mask), _attend(q, k, v, mask)[1])
         for idx, (which, got, ref) in enumerate(zip(("out", "weights"), (out, weights), refs)):
             ref = ref.to(torch.float64)
-            if idx and not close(got, ref) and not close(got.sum(-1), torch.ones(got.shape[:-1]),
-                                                        atol=1e-4, rtol=1e-5):
+            if idx and not close(got, ref) and not close(got.sum(-1), torch.ones(got.shape[:-1]), atol=1e-4, rtol=1e-5):
                 raise CheckFailed(f"{label}: {H['not_normalised']}")
             if not close(got, ref) and not bool(got.isfinite().all()):
                 raise CheckFailed(f"{label}, {which} is not right: {H['not_finite']}")
@@ -169,10 +161,8 @@ def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_AT
 
 @lru_cache(maxsize=64)
 def largest_weight_reference(d_k, n_keys, scaled, n_trials=SCALE_TRIALS, seed=SCALE_SEED, divide_by=None):
-    """(mean, standard deviation) over ``n_trials`` of the largest softmax weight of a standard
-    normal query over ``n_keys`` keys (q (n_trials, d_k) drawn first, then k (n_trials, n_keys,
-    d_k), from ``manual_seed(seed)``), the scores divided by sqrt(d_k) if ``scaled`` (or by
-    ``divide_by``).  The reference, not the learner's answer."""
+    """(mean, std) over ``n_trials`` of the largest softmax weight of a standard normal query (drawn first) over
+    ``n_keys`` keys from ``manual_seed(seed)``, the scores divided by sqrt(d_k) if ``scaled`` (or ``divide_by``)."""
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(n_trials, d_k, generator=g)
     scores = (torch.randn(n_trials, n_keys, d_k, generator=g) @ q[:, :, None])[..., 0]
@@ -190,26 +180,22 @@ def check_largest_weight(fn, cases: Sequence[Mapping] = (*WEIGHT_CASES, *RANDOM_
     """Check ``fn(d_k, n_keys, scaled, n_trials, seed) -> float``: the mean largest softmax weight
     (:func:`largest_weight_reference`), within five standard errors of the reference."""
     H = HINTS["largest_weight"]
-    for case in cases:
-        d_k, n_keys, seed = case["d_k"], case["n_keys"], case["seed"]
-        for scaled in (False, True):
-            args = dict(d_k=d_k, n_keys=n_keys, scaled=scaled, n_trials=n_trials, seed=seed)
-            label, _, got = _try(fn, "mean_largest_weight", case, (WEIGHT_CASES, RANDOM_WEIGHT), args,
-                                 kwargs=args, kinds=(f"scaled={scaled}",), shown=n_trials == WEIGHT_TRIALS)
-            got = _as_number(got, label)
-            mean, std = largest_weight_reference(d_k, n_keys, scaled, n_trials, seed)
-            tol = _mc_tolerance(std, n_trials)
-            if abs(got - mean) <= tol:  # the grader compares with the model answer's: twice tol
-                check_value(got, mean, what=label, rel=2 * tol / abs(mean))
-                continue
-            wrong = {H["flag_scaled" if scaled else "flag_unscaled"]:
-                     largest_weight_reference(d_k, n_keys, not scaled, n_trials, seed)[0]}
-            if scaled:
-                wrong[H["by_d_k"]] = largest_weight_reference(d_k, n_keys, True, n_trials, seed, divide_by=d_k)[0]
-            name_mistake(label, {H["average"]: math.isclose(got, 1 / n_keys, rel_tol=1e-6), H["above_one"]: got > 1,
-                                 **{d: abs(w - mean) > 2 * tol and abs(got - w) <= tol for d, w in wrong.items()}})
-            raise CheckFailed(f"{label} is not right: it is too {'large' if got > mean else 'small'} "
-                              "by more than Monte-Carlo error (five standard errors) allows")
+    for case, scaled in ((case, scaled) for case in cases for scaled in (False, True)):
+        args = dict(d_k=case["d_k"], n_keys=case["n_keys"], scaled=scaled, n_trials=n_trials, seed=case["seed"])
+        label, _, got = _try(fn, "mean_largest_weight", case, (WEIGHT_CASES, RANDOM_WEIGHT), args, kwargs=args,
+                             kinds=(f"scaled={scaled}",), shown=n_trials == WEIGHT_TRIALS)
+        got, ref = _as_number(got, label), partial(largest_weight_reference, case["d_k"], case["n_keys"],
+                                                   n_trials=n_trials, seed=case["seed"])
+        mean, std = ref(scaled)
+        tol = _mc_tolerance(std, n_trials)
+        if abs(got - mean) <= tol:  # the grader compares with the model answer's: twice tol
+            check_value(got, mean, what=label, rel=2 * tol / abs(mean))
+            continue
+        wrong = named(H, flag_scaled=ref(False)[0] if scaled else None, flag_unscaled=None if scaled else ref(True)[0],
+                      by_d_k=ref(True, divide_by=case["d_k"])[0] if scaled else None)
+        name_mistake(label, {H["average"]: math.isclose(got, 1 / case["n_keys"], rel_tol=1e-6), H["above_one"]: got > 1,
+                             **{d: abs(w - mean) > 2 * tol and abs(got - w) <= tol for d, w in wrong.items()}})
+        raise CheckFailed(f"{label} is not right: " + H["too_far"].format(side="large" if got > mean else "small"))
 
 
 # --- 3. the causal mask ----------------------------------------------------------------------
@@ -221,23 +207,18 @@ def check_causal_mask(fn, sizes: Sequence[int] = (*MASK_SIZES, *RANDOM_MASK_SIZE
     for n in sizes:
         label, shown, got = _try(fn, "causal_mask", n, (MASK_SIZES, RANDOM_MASK_SIZES), str(n), (n,))
         if not isinstance(got, torch.Tensor):
-            raise CheckFailed(f"{label}: return a bool torch tensor, got {type(got).__name__}")
+            raise CheckFailed(f"{label}: {H['not_tensor']}, got {type(got).__name__}")
         if tuple(got.shape) != (n, n):
-            raise CheckFailed(f"{label}: return an (n, n) tensor, rows = queries, columns = keys"
-                              + (f"; got shape {tuple(got.shape)}" if shown else ""))
+            raise CheckFailed(f"{label}: {H['shape']}" + (f"; got shape {tuple(got.shape)}" if shown else ""))
         if got.dtype != torch.bool:
-            if got.is_floating_point() and bool(torch.isinf(got).any()):
-                raise CheckFailed(f"{label}: {H['additive']}")
-            raise CheckFailed(f"{label}: return a bool tensor (True = may attend), got "
-                              f"{got.dtype}; .bool() converts 0/1")
+            additive = got.is_floating_point() and bool(torch.isinf(got).any())
+            raise CheckFailed(f"{label}: " + (H["additive"] if additive else H["not_bool"].format(dtype=got.dtype)))
         ones, g = torch.ones(n, n, dtype=torch.bool), got.tolist()
         right = ones.tril().tolist()
-        wrong = named(H, diagonal=ones.tril(-1), one_ahead=ones.tril(1), inverted=~ones.tril(),
-                      transposed=ones.triu())
+        wrong = named(H, diagonal=ones.tril(-1), one_ahead=ones.tril(1), inverted=~ones.tril(), transposed=ones.triu())
         if not exactly(g, right, label, {d: g == w.tolist() != right for d, w in wrong.items()}):
             how_many = f"{int((got != ones.tril()).sum())} of {n * n}" if shown else "some"
-            raise CheckFailed(f"{label} is not right: {how_many} entries differ from 'query i may "
-                              "see key j when j <= i'")
+            raise CheckFailed(f"{label} is not right: " + H["differ"].format(how_many=how_many))
 
 
 # --- 4. head scores --------------------------------------------------------------------------
@@ -247,27 +228,25 @@ def pattern_inputs(shape=(4, 12, 12), period=4, seed=0, kind="random"):
     of standard normal scores) or ``induction`` (most weight on the key after each earlier copy)."""
     if kind not in ("random", "induction"):
         raise ValueError(f"kind={kind!r} must be 'random' or 'induction'")
-    g, i, j = torch.Generator().manual_seed(seed), torch.arange(shape[-1])[:, None], torch.arange(shape[-1])
-    target = (j <= i - period + 1) & ((i - j + 1) % period == 0)
-    scores = 2 * torch.randn(*shape, generator=g) + (4 * target if kind == "induction" else 0)
-    return scores.masked_fill(j > i, float("-inf")).softmax(-1)
+    scores = 2 * torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+    scores = scores + 4 * _after_copies(shape[-1], period) if kind == "induction" else scores
+    return scores.masked_fill(torch.ones(shape[-1], shape[-1], dtype=torch.bool).triu(1), float("-inf")).softmax(-1)
 
 
 def _head_scores(fn, cases, name, reference, mistakes, periodic=False) -> None:
-    """Both head-score checks: ``fn(pattern[, period])`` (the pattern's leading dimensions)
-    against ``reference(pattern, period)``, naming ``mistakes(pattern in float64, period)``."""
+    """Both head-score checks: ``fn(pattern[, period])`` (the pattern's leading dimensions) against
+    ``reference(pattern, period)``, naming ``mistakes(pattern in float64, period)``."""
+    H = HINTS["head_scores"]
     for case in cases:
         p, period = pattern_inputs(**case), case["period"]
-        kind = "an induction-like" if case.get("kind") == "induction" else "a random"
-        label, shown, got = _try(
-            fn, name, case, (PATTERN_CASES, RANDOM_PATTERN), f"pattern {tuple(p.shape)}"
-            + (f", period={period}" if periodic else ""), (p.clone(), period)[:1 + periodic], kinds=(
-                f"{kind} causal pattern", "a single pattern, no leading dimensions" if len(case["shape"]) == 2 else ""))
+        kinds = (f"{'an induction-like' if case.get('kind') == 'induction' else 'a random'} causal pattern",
+                 "a single pattern, no leading dimensions" if len(case["shape"]) == 2 else "")
+        label, shown, got = _try(fn, name, case, (PATTERN_CASES, RANDOM_PATTERN), f"pattern {tuple(p.shape)}" + (
+            f", period={period}" if periodic else ""), (p.clone(), period)[:1 + periodic], kinds=kinds)
         got, want = _tensor(got, label), tuple(p.shape[:-2])
-        if tuple(got.shape) != want:
-            raise CheckFailed(f"{label}: expected " + (f"shape {want} (the pattern's leading dimensions)" if shown
-                              else "the shape of the pattern's leading dimensions") + _got(got.shape, shown)
-                              + (f": {HINTS['head_scores']['per_query']}" if got.dim() > len(want) else ""))
+        if got.shape != want:
+            words = H["expected"].format(want=want) if shown else H["expected_hidden"]
+            raise CheckFailed(_shape(label, got.shape, shown, words, H["per_query"] if got.dim() > len(want) else ""))
         compare(got, reference(p, period).to(torch.float64), what=label, rtol=1e-5, atol=1e-6,
                 mistakes=mistakes(p.to(torch.float64), period))
 
@@ -284,21 +263,18 @@ def _induction_variant(p, period, offset=1, every_copy=True, first_query=None):
     """induction_score with one step changed: the key read at i - period + offset, only the
     latest copy, or a different first query."""
     i, j = torch.arange(p.shape[-1])[:, None], torch.arange(p.shape[-1])[None, :]
-    target = ((j <= i - period + offset) & ((i - j + offset) % period == 0) & (j >= 0) if every_copy
-              else j == i - period + offset)
+    target = _after_copies(p.shape[-1], period, offset) if every_copy else j == i - period + offset
     return (p * target).sum(-1)[..., period if first_query is None else first_query:].mean(-1)
 
 
 def check_induction_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *RANDOM_PATTERN)) -> None:
-    """Check ``fn(pattern, period) -> (...)`` scores: for queries i >= period, the weight on the
-    keys right after each earlier copy (i - period + 1, i - 2·period + 1, ...), averaged over
-    those queries.  Reference: course_lib.tasks.induction_score."""
-    def mistakes(d, t):
-        return named(HINTS["induction_score"], the_copy=_induction_variant(d, t, offset=0),
-                     two_after=_induction_variant(d, t, offset=2), latest_only=_induction_variant(
-                         d, t, every_copy=False), every_query=_induction_variant(d, t, first_query=0),
-                     late=_induction_variant(d, t, first_query=t + 1), early=_induction_variant(d, t, first_query=t - 1))
-    _head_scores(fn, cases, "induction_score", tasks.induction_score, mistakes, periodic=True)
+    """Check ``fn(pattern, period) -> (...)`` scores: the weight on the keys right after each earlier copy (i - period
+    + 1, i - 2·period + 1, ...), averaged over queries i >= period.  Reference: course_lib.tasks.induction_score."""
+    v = _induction_variant
+    _head_scores(fn, cases, "induction_score", tasks.induction_score, lambda d, t: named(
+        HINTS["induction_score"], the_copy=v(d, t, offset=0), two_after=v(d, t, offset=2),
+        latest_only=v(d, t, every_copy=False), every_query=v(d, t, first_query=0), late=v(d, t, first_query=t + 1),
+        early=v(d, t, first_query=t - 1)), periodic=True)
 
 
 def heads_above_reference(scores, threshold):
@@ -318,13 +294,13 @@ def check_heads_above(fn, tables: Sequence = None) -> None:
         label, _, got = _try(fn, "heads_above", number, ((0,), (1,)), f"scores {tuple(scores.shape)}, "
                              f"threshold={threshold}", (scores.clone(), threshold), shown=tables is None)
         if not isinstance(got, list):
-            raise CheckFailed(f"{label}: return a list of (layer, head) pairs, got {type(got).__name__}")
+            raise CheckFailed(f"{label}: {H['pairs']}, got {type(got).__name__}")
         try:
             got = [tuple(int(x) for x in pair) for pair in got]
             if any(len(pair) != 2 for pair in got):
                 raise ValueError
         except (TypeError, ValueError):
-            raise CheckFailed(f"{label}: return a list of (layer, head) pairs of ints, got {got!r:.80}") from None
+            raise CheckFailed(f"{label}: {H['pairs']} of ints, got {got!r:.80}") from None
         expected, (n_layers, n_heads), flat = heads_above_reference(scores, threshold), scores.shape, scores.flatten()
         by_layers = [divmod(i, n_layers) for i in flat.argsort(descending=True).tolist() if flat[i] > threshold]
         side = "many" if len(got) > len(expected) else "few"
@@ -333,7 +309,7 @@ def check_heads_above(fn, tables: Sequence = None) -> None:
                 H["head_layer"]: sorted((h, l) for l, h in got) == sorted(expected),
                 H["by_layers"]: n_layers != n_heads and got == by_layers,
                 H["count"].format(n=len(got), side=side): len(got) != len(expected)}, sep=": "):
-            raise CheckFailed(f"{label} is not right: compare each (layer, head) with the table")
+            raise CheckFailed(f"{label} is not right: {H['compare']}")
 
 
 # --- 5. missing or ignored -------------------------------------------------------------------
@@ -341,18 +317,17 @@ def check_heads_above(fn, tables: Sequence = None) -> None:
 def query_inputs(pos=16, period=5, seed=0):
     """Seeded repeated tokens (pos,) with vocabulary 4·period (chance coincidences happen), and a
     causal pattern (pos, pos) on the key after an earlier copy for about half of the queries."""
-    g, i, j = torch.Generator().manual_seed(seed), torch.arange(pos)[:, None], torch.arange(pos)[None, :]
+    g = torch.Generator().manual_seed(seed)
     tokens = tasks.repeated_tokens(1, pos, 4 * period, period, g)[0]
-    looks = ((j <= i - period + 1) & ((i - j + 1) % period == 0)) & (torch.rand(pos, 1, generator=g) < 0.5)
+    looks = _after_copies(pos, period) & (torch.rand(pos, 1, generator=g) < 0.5)
     scores = 2 * torch.randn(pos, pos, generator=g) + 6 * looks
-    return tokens, scores.masked_fill(j > i, float("-inf")).softmax(-1)
+    return tokens, scores.masked_fill(torch.ones(pos, pos, dtype=torch.bool).triu(1), float("-inf")).softmax(-1)
 
 
 def missing_or_ignored_reference(tokens, pattern, i, threshold=0.5, keys="after-copy", see_future=False,
                                  reverse=False):
-    """The label of query i: ``missing`` if no key j (1 <= j <= i) holds the answer (tokens[j-1]
-    == tokens[i] and tokens[j] == tokens[i+1]), ``ignored`` if the pattern puts less than
-    ``threshold`` on those keys, else ``used``.  The other arguments give the usual mistakes'."""
+    """Query i's label: ``missing`` if no key j (1 <= j <= i) holds the answer (tokens[j-1] == tokens[i], tokens[j]
+    == tokens[i+1]), ``ignored`` if the pattern puts less than ``threshold`` on those, else ``used``; or a mistake's."""
     holds = [j for j in range(1, (len(tokens) - 1 if see_future else i) + 1)
              if (tokens[j - 1] == tokens[i] and tokens[j] == tokens[i + 1] if keys == "after-copy"
                  else j < i and tokens[j] == tokens[i])]
@@ -365,31 +340,23 @@ def check_missing_or_ignored(fn, cases: Sequence[Mapping] = (*QUERY_CASES, *RAND
                              threshold: float = THRESHOLD) -> None:
     """Check ``fn(tokens, pattern, i, threshold) -> "missing" | "ignored" | "used"`` for every
     query i < pos - 1 of seeded repeated tokens and patterns (:func:`query_inputs`)."""
+    H = HINTS["missing_or_ignored"]
     for case in cases:
         tokens, pattern = query_inputs(**case)
-        pos = len(tokens)
-        shown = is_shown(case, (*QUERY_CASES, *RANDOM_QUERY)) and threshold == THRESHOLD
-        label = ((RANDOM_TAG if is_shown(case, RANDOM_QUERY) else "")
-                 + f"missing_or_ignored on {pos} tokens with period {case['period']}" if shown
-                 else on_hidden("missing_or_ignored"))
-        got = []
-        for i in range(pos - 1):
-            at = f"{label}, query {i}" if shown else label  # a hidden input's positions unsaid
-            answer = call(fn, at, tokens.clone(), pattern.clone(), i, threshold, shown=shown, **_OWN)
-            if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
-                raise CheckFailed(f"{at}: answer with one of {', '.join(map(repr, LABELS))}, got {answer!r:.60}")
-            got.append(answer.strip().lower())
-
-        def labels(**kw):
-            return [missing_or_ignored_reference(tokens, pattern, i, threshold, **kw) for i in range(pos - 1)]
-
-        expected = labels()
-        wrong = named(HINTS["missing_or_ignored"], copy=labels(keys="copy"), future=labels(see_future=True),
-                      reversed=labels(reverse=True))
+        n, shown = len(tokens) - 1, is_shown(case, (*QUERY_CASES, *RANDOM_QUERY)) and threshold == THRESHOLD
+        label = ((RANDOM_TAG if is_shown(case, RANDOM_QUERY) else "") + H["on_tokens"].format(
+            pos=n + 1, period=case["period"]) if shown else on_hidden("missing_or_ignored"))
+        at = [f"{label}, query {i}" if shown else label for i in range(n)]  # a hidden input's positions unsaid
+        got = [read_choice(call(fn, at[i], tokens.clone(), pattern.clone(), i, threshold, shown=shown, **_OWN), at[i],
+                           LABELS) for i in range(n)]
+        expected, copy, future, reverse = (
+            [missing_or_ignored_reference(tokens, pattern, i, threshold, **kw) for i in range(n)]
+            for kw in ({}, dict(keys="copy"), dict(see_future=True), dict(reverse=True)))
+        wrong = named(H, copy=copy, future=future, reversed=reverse)
         if not exactly(got, expected, label, {d: got == w != expected for d, w in wrong.items()}):
-            bad = [i for i in range(pos - 1) if got[i] != expected[i]]
-            raise CheckFailed(f"{label}: {len(bad)} of {pos - 1} queries get the wrong label, the first at "
-                              f"query {bad[0]}" if shown else f"{label}: some queries get the wrong label")
+            bad = [i for i in range(n) if got[i] != expected[i]]
+            raise CheckFailed(f"{label}: " + (H["wrong_labels"].format(bad=len(bad), n=n, first=bad[0]) if shown
+                                              else H["some_wrong"]))
 
 
 # --- 6. real-world examples ------------------------------------------------------------------
@@ -400,9 +367,8 @@ def context_inputs(n_seqs=50, pos=32, period=10, seed=123):
 
 
 def check_in_context_score(fn, cases: Sequence[Mapping] = (*CONTEXT_CASES, *RANDOM_CONTEXT)) -> None:
-    """Check ``fn(model, tokens, period) -> float``: the mean next-token loss (nats) on the later
-    copies (positions period .. pos-1) minus that on the first copy (1 .. period-1), for the
-    shipped induction model.  Reference: course_lib.training.next_token_losses; rel 1e-4."""
+    """Check ``fn(model, tokens, period) -> float``: the shipped induction model's mean next-token loss (nats) on the
+    later copies (positions period .. pos-1) minus that on the first (1 .. period-1), rel 1e-4."""
     from ..training import load_induction_model, next_token_losses  # not on import: it loads tqdm
     model, _ = load_induction_model()
     for case in cases:
@@ -413,54 +379,42 @@ def check_in_context_score(fn, cases: Sequence[Mapping] = (*CONTEXT_CASES, *RAND
         with torch.no_grad():
             losses = next_token_losses(model, tokens)  # (n_seqs, pos-1): [:, i] predicts token i+1
         first, later = losses[:, :p - 1].mean().item(), losses[:, p - 1:].mean().item()
+        off_by_one = losses[:, p:].mean().item() - losses[:, :p].mean().item()
         check_value(got, later - first, what=label, rel=1e-4, mistakes=named(
-            HINTS["in_context_score"], sign=first - later,
-            off_by_one=losses[:, p:].mean().item() - losses[:, :p].mean().item(), ratio=later / first,
-            later_only=later))
+            HINTS["in_context_score"], sign=first - later, off_by_one=off_by_one, ratio=later / first, later_only=later))
 
 
 # --- sealed answers: the recap, the paper's figures, test yourself ---------------------------
-# Salted hashes of the right forms and of the usual mistakes' (course_lib.checks.sealed), so
-# neither this file nor a message shows them; regenerate with ``python -m course_tools.seal``.
+# Salted hashes of the right forms and of the usual mistakes' (course_lib.checks.sealed): regenerate them
+# with ``python -m course_tools.seal``.
+
+LETTERS = ("a", "b", "c", "d", "e")
+QKV_OPTIONS, SCALE_REASONS, MASK_DOES, WITHOUT_MASK = ({x: HINTS[t][x] for x in LETTERS if x in HINTS[t]} for t in (
+    "tys1_options", "tys2_options", "tys3_mask_does", "tys3_without"))
+"""The options of test-yourself questions 1 (what query, key and value are), 2 (why the scale) and 3 (what the
+mask does, what goes wrong without it), as the notebook prints them: words of hints/lesson2.toml."""
 
 check_recap_verdict = Question([SEALED["lesson2/recap_verdict"]])
 """The recap: were the 64-token inputs' added failures mostly ``missing`` or ``ignored``?"""
 check_paper = Question([SEALED["lesson2/paper_d_k"], SEALED["lesson2/paper_score_std"]])
-"""The paper's base model (:data:`PAPER_BASE`): d_k = d_model / h, and the measured standard
+"""The paper's base model (d_model = 512, h = 8): d_k = d_model / h, and the measured standard
 deviation of q·k for standard normal q, k of that width (within 5 % of sqrt(d_k))."""
 
-QKV_OPTIONS = dict(a="what a token offers, so that others can find it", b="what a token is looking for in the "
-                   "others", c="what a token hands over to those that match it",
-                   d="where the token sits in the sequence", e="how likely the token is to come next")
-"""The sentences of test-yourself question 1 (the notebook prints them)."""
 TYS1_SEALED = {name: SEALED[f"lesson2/tys1/{name}"] for name in ("query", "key", "value")}
 
 
 def check_tys1(answer) -> None:
     """Test-yourself 1: a dict matching query, key and value to letters of QKV_OPTIONS (sealed)."""
     if not isinstance(answer, Mapping) or set(answer) != set(TYS1_SEALED):
-        raise CheckFailed("tys1: give a dict with the keys 'query', 'key' and 'value', each mapped to a letter")
+        raise CheckFailed(HINTS["tys1"]["keys"])
     for name, sealed in TYS1_SEALED.items():
         check_sealed(answer[name], sealed)
 
 
-SCALE_REASONS = dict(a="so that each query's weights sum to 1", b="a dot product of d_k numbers has a variance "
-                     "that grows with d_k; large scores make the softmax nearly one-hot and its gradient nearly "
-                     "zero", c="to make attention cheaper to compute", d="to hide the tokens that come later")
-"""The options of test-yourself question 2."""
 check_tys2 = Question([SEALED[f"lesson2/{s}"] for s in ("tys2_reason", "tys2_unscaled", "tys2_scaled")])
-"""Test-yourself 2: why divide by sqrt(d_k), and the mean largest weight over 8 keys at d_k = 256
-without and with the scale (seed 0, 10,000 draws).  The figures are sealed within five standard
-errors of the difference of two means (about 0.009 and 0.008), so two decimals pass; 0.92 and
-0.34, the swapped pair and a figure rounded further are sealed as mistakes."""
+"""Test-yourself 2: why divide by sqrt(d_k), and the mean largest weight over 8 keys at d_k = 256 without and with
+the scale (seed 0, 10,000 draws), sealed within five standard errors of a difference (two decimals pass)."""
 
-MASK_DOES = dict(a="it hides every later token from each query: their scores become -inf, so their weights are 0",
-                 b="it hides every earlier token from each query", c="it hides each token from itself",
-                 d="it divides the scores by sqrt(d_k)")
-WITHOUT_MASK = dict(a="the training loss stays high, and generation fails",
-                    b="the training loss falls almost to zero, yet the model fails when it generates",
-                    c="nothing changes: the mask only makes training faster", d="generation becomes slower but stays right")
-"""The options of test-yourself question 3."""
 check_tys3 = Question([SEALED["lesson2/tys3_mask_does"], SEALED["lesson2/tys3_without"]])
 """Test-yourself 3: what the causal mask does, and what goes wrong without it."""
 
