@@ -317,7 +317,10 @@ def test_unknown_family():
         raise ValueError("unsupported")
     assert "should name the model_type" in fails(C.check_unknown_family, mute)
     # what the function did, in a sentence: never the check's own labels for it (#16)
-    for fn, did in ((numbers, "returned a result"), (key_error, "raised KeyError, not ValueError"),
+    def none(config, *a):
+        return None
+    for fn, did in ((numbers, "returned a result for it"), (none, "returned None for it"),
+                    (key_error, "raised KeyError, not ValueError"),
                     (mute, "raised a ValueError whose message does not name 'bert'")):
         msg = fails(C.check_unknown_family, fn)
         assert msg.startswith(f"size_card(<bert-base-uncased>, ...) {did}: "), msg

@@ -815,6 +815,17 @@ def test_two_causes_of_one_count_are_both_named():
     """2 bytes hard-coded gives, at 1 byte a number, what counting the softmax weights too gives."""
     msg = fails(L4.check_score_bytes, lambda n, h, b: n * n * h * 2)
     assert msg.startswith(L4.RANDOM_TAG) and "softmax weights too" in msg and "bytes_per_number argument is not used" in msg
+    # 4 bytes hard-coded gives, at the shown 2 bytes, twice the scores: both causes, in the count and its TiB
+    msg = fails(L4.check_score_bytes, lambda n, h, b: n * n * h * 4, score_tib=2 * 2**17 * 2**17 * 32 * 2 / 2**40)
+    count, tib = msg.split(". Also, ")
+    assert not count.startswith(L4.RANDOM_TAG) and tib.startswith("score_tib is not right")
+    assert all("softmax weights too" in m and "4 bytes (32-bit)" in m for m in (count, tib)), msg
+
+
+def test_a_wrong_tuple_is_named_in_one_line():
+    """A tuple of tensors is described by its length, not its repr (lines of numbers, cut off)."""
+    msg = fails(L4.check_softmax_update, lambda m, l, acc, s, v: (l, acc))
+    assert msg.endswith("got tuple of 2") and "\n" not in msg and "tensor(" not in msg, msg
 
 
 def test_sealed_vendor_letters_hold_no_unused_hints():

@@ -317,8 +317,8 @@ def check_size_card(fn, cards=None, scenarios: Sequence[Mapping] = (SCENARIO,)) 
 def check_unknown_family(fn) -> None:
     """``fn`` must raise ValueError naming the model_type for a BERT card (not of :data:`FAMILIES`)."""
     try:
-        own_reading(fn, copy.deepcopy(BERT_CONFIG), *SCENARIO.values())
-        outcome, error = "returned without raising", ""
+        returned = own_reading(fn, copy.deepcopy(BERT_CONFIG), *SCENARIO.values())
+        outcome, error = "returned without raising", "None" if returned is None else "a result"
     except (CheckFailed, NotImplementedError):  # an unwritten answer: the grader says so
         raise
     except Exception as e:  # noqa: BLE001 - which error the learner raised is the feedback

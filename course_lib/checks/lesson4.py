@@ -371,7 +371,7 @@ def _score_byte_mistakes(n: int, h: int, b: float) -> dict:
     right = score_bytes_expected(n, h, b)
     return _named("score_bytes", bits=right * 8, weights_too=right * 2, one_head=right / h,
                   causal_half=n * (n + 1) // 2 * h * b, half=right / 2, not_squared=n * h * b, count=right / b,
-                  bytes_fixed=n * n * h * BYTES_16BIT)
+                  bytes_fixed=n * n * h * BYTES_16BIT, bytes_fixed_4=n * n * h * 4)
 
 
 _UNSET = object()
@@ -441,8 +441,8 @@ def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
         expected = online_softmax_update(state, s, v)
         got = _built_by_hand(fn, state.m.clone(), state.l.clone(), state.acc.clone(), s.clone(), v.clone(), what=what)
         if not isinstance(got, tuple) or len(got) != 3:
-            raise CheckFailed(f"{what}: expected a tuple of three tensors (m, l, acc), got {type(got).__name__} "
-                              f"{got!r:.60}")
+            raise CheckFailed(f"{what}: expected a tuple of three tensors (m, l, acc), got {type(got).__name__}" + (
+                f" of {len(got)}" if isinstance(got, (tuple, list)) else ""))  # a tensor's repr: lines of numbers
         mistakes = _update_mistakes(state, s, v)
         for name, g, e in zip(("m", "l", "acc"), got, expected):
             g = _tensor(g, e, f"{what}, {name}")
