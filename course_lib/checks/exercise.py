@@ -270,6 +270,9 @@ class Part:
     suffix: str = ""
     """Optional: how a message names this part after the call's label on any input, shown or
     hidden (``"[0], the ridge point"``); default: :func:`part_label`'s."""
+    close: tuple[float, float] | None = None
+    """Optional: ``(rtol, atol)`` to compare an array with :func:`compare` (its mistakes are
+    arrays; ``rel`` and ``integer`` unused) rather than a number with :func:`check_value`."""
 
 
 class Check:
@@ -330,6 +333,15 @@ class Exercise(Check):
     positional: bool = False
     """Whether ``fn`` gets a case's values positionally, in the case's order (so its
     parameters may have any names), rather than as keywords."""
+    prepare: Callable[[Mapping], Mapping] | None = None
+    """Optional: the arguments built from a case (``{name: value}``, e.g. a card's name read as
+    its shape, or seeded tensors), passed to ``fn`` positionally and merged into the reference's
+    dict; the case itself still names the input (:class:`Inputs`)."""
+    explain_errors: bool = False
+    """Whether an error ``fn`` raises on a shown input is one line naming it too (:func:`call`)."""
+    whole: Callable[[Any, str], None] | None = None
+    """Optional: run on each right ``integer`` part, ``whole(value, what)`` (e.g. to refuse a
+    float where an ``int`` is asked for)."""
 
     def unpack(self, result, label: str):
         if self.returns is None:
@@ -361,19 +373,27 @@ class Exercise(Check):
 
     def check_one(self, fn, args: Mapping) -> None:
         label = self.inputs.label(self.name, args)
-        result = self.unpack(call(fn, label, *(args.values() if self.positional else ()),
-                                  shown=HIDDEN not in label, shortcuts=self.shortcuts,
-                                  c_functions=self.c_functions,
-                                  **({} if self.positional else args)), label)
+        shown, positional = HIDDEN not in label, self.positional or self.prepare is not None
+        args = self.prepare(args) if self.prepare else args
+        result = self.unpack(call(fn, label, *(args.values() if positional else ()), shown=shown,
+                                  shortcuts=self.shortcuts, c_functions=self.c_functions,
+                                  explain_errors=self.explain_errors,
+                                  **({} if positional else args)), label)
         ref = {**args, **self.reference(args)}
         for part in self.parts:
             got = result if part.index is None else result[part.index]
             want = ref[part.expected] if isinstance(part.expected, str) else part.expected(ref)
+            what = label + part.suffix if part.suffix else part_label(label, part.index, part.name)
+            mistakes = part.mistakes(ref) if part.mistakes else None
             with builds_on(*part.builds_on) if part.builds_on else nullcontext():
-                check_value(got, want, what=label + part.suffix if part.suffix else
-                            part_label(label, part.index, part.name),
-                            rel=part.rel, integer=part.integer,
-                            mistakes=part.mistakes(ref) if part.mistakes else None)
+                if part.close:
+                    compare(got, want, what=what, shown=shown, rtol=part.close[0],
+                            atol=part.close[1], mistakes=mistakes)
+                else:
+                    check_value(got, want, what=what, rel=part.rel, integer=part.integer,
+                                mistakes=mistakes)
+            if part.integer and self.whole:
+                self.whole(got, what)
 
 
 # --- shared words and names for lessons' checks ------------------------------------------------
