@@ -56,6 +56,7 @@ def main(argv=None) -> int:
     ap.add_argument("assignment")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", default=None, help="'solution' or 'wrong-N'")
+    ap.add_argument("--saved", type=Path, default=None, help="the saved records (default: tests/data/...)")
     ap.add_argument("--write-messages", action="store_true",
                     help="if only messages differ, write the new ones into the saved file (review its diff)")
     args = ap.parse_args(argv)
@@ -64,7 +65,8 @@ def main(argv=None) -> int:
     solution = _source_answers(source)
     wrongs = wrong_answers.load(name) if name != "mini" else []
     batches = wrong_answers.batches(wrongs)
-    saved = json.loads((DATA / f"{name}.json").read_text())
+    saved_path = args.saved or DATA / f"{name}.json"
+    saved = json.loads(saved_path.read_text())
     jobs = {"solution": solution}
     for i, batch in enumerate(batches, 1):
         jobs[f"wrong-{i}"] = wrong_answers.wrong_submission(solution, batch)
@@ -102,12 +104,12 @@ def main(argv=None) -> int:
     for p in records + messages:
         print(p)
     print(f"{name}: {len(results)} runs; {len(records)} differences in records, {len(messages)} in "
-          f"messages, from {DATA.name}/{name}.json")
-    if args.write_messages and messages and not records and not args.only:
+          f"messages, from {saved_path}")
+    if args.write_messages and messages and not records:
         for where, now, was in pairs:
             was["error"] = now["error"]
-        (DATA / f"{name}.json").write_text(json.dumps(saved, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
-        print(f"wrote the {len(messages)} new messages (records unchanged) to {DATA.name}/{name}.json")
+        saved_path.write_text(json.dumps(saved, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+        print(f"wrote the {len(messages)} new messages (records unchanged) to {saved_path}")
         return 0
     return 1 if records or messages else 0
 
