@@ -15,6 +15,7 @@ Course fixtures (for tests/test_release.py and tests/test_grading.py):
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -42,17 +43,26 @@ MOODLE_WORKSHEET = (LMS_SAMPLES / "moodle_grading_worksheet.csv").read_text()
 """A Moodle assignment's offline grading worksheet, in Moodle's documented layout."""
 
 
-@pytest.fixture
-def one_thread():
-    """torch on one thread while a test runs: the course's tensors are tiny, and on a shared
-    2-core machine one thread beats several spin-waiting.  A module opts in with
-    ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+@contextlib.contextmanager
+def torch_on_one_thread():
+    """torch on one thread inside the block: the course's tensors are tiny, and on a shared
+    2-core machine one thread beats several spin-waiting."""
     import torch
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.fixture
+def one_thread():
+    """:func:`torch_on_one_thread` while a test runs.  A module opts in with
+    ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    with torch_on_one_thread():
+        yield
 
 
 # --------------------------------------------------------------------------------------

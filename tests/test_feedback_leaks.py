@@ -43,6 +43,7 @@ from course_lib.checks.exercise import Exercise
 
 import course_tools
 import wrong_answers
+from conftest import torch_on_one_thread
 from course_tools.feedback import HIDDEN_BEGIN, HIDDEN_END, marked_blocks
 
 REPO = Path(__file__).resolve().parents[1]
@@ -260,14 +261,11 @@ def _recorded(code: str, ns: dict, name: str) -> list[str]:
 def _quiet():
     """No output from the notebook's prints and plots; torch on one thread (these toy models
     run fastest so on a shared 2-core machine)."""
-    import torch
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with torch_on_one_thread(), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
             yield
     finally:
-        torch.set_num_threads(threads)
         import matplotlib.pyplot as plt
         plt.close("all")
 

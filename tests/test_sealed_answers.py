@@ -32,6 +32,7 @@ import pytest
 import course_lib
 from course_lib.checks import records, sealed, watch_calls
 from course_tools import scoring
+from conftest import torch_on_one_thread
 from scans import _forms
 from wrong_answers import strip_solution_markers
 
@@ -89,46 +90,44 @@ def run_fixed_checks(name: str) -> list[FixedCall]:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import torch
 
     nb = nbformat.read(REPO / "solutions" / name / f"{name}.ipynb", as_version=4)
     ns: dict = {"__name__": "__main__"}
     found: list[FixedCall] = []
-    threads, cwd = torch.get_num_threads(), os.getcwd()
-    torch.set_num_threads(1)
+    cwd = os.getcwd()
     os.chdir(REPO / "solutions" / name)
     try:
-        for cell in nb.cells:
-            if cell.cell_type != "code":
-                continue
-            meta = cell.metadata.get("nbgrader", {})
-            src = _code(cell)
-            if not (meta.get("grade") and not meta.get("solution")):
-                with contextlib.redirect_stdout(io.StringIO()):
-                    exec(compile(src, cell.get("id", "cell"), "exec"), ns)  # noqa: S102
-                plt.close("all")
-                continue
-            for node in ast.parse(src).body:  # a test cell: only its fixed checks run
-                if not _fixed_call(node, ns):
-                    if not isinstance(node, ast.Expr):  # an assignment a later call may use
-                        exec(compile(ast.Module([node], []), meta["grade_id"], "exec"), ns)  # noqa: S102
+        with torch_on_one_thread():
+            for cell in nb.cells:
+                if cell.cell_type != "code":
                     continue
-                fc = FixedCall(meta["grade_id"], ast.get_source_segment(src, node))
-                out = io.StringIO()
-                os.environ[records.ENV] = "1"
-                try:
-                    with contextlib.redirect_stdout(out), _lib_calls(fc.used):
-                        exec(compile(ast.Module([node], []), fc.cell, "exec"), ns)  # noqa: S102
-                except Exception as e:  # noqa: BLE001 - reported by the test
-                    fc.error = f"{type(e).__name__}: {e}"
-                finally:
-                    del os.environ[records.ENV]
-                fc.records = [json.loads(ln[len(PREFIX):]) for ln in out.getvalue().splitlines()
-                              if ln.startswith(PREFIX)]
-                found.append(fc)
+                meta = cell.metadata.get("nbgrader", {})
+                src = _code(cell)
+                if not (meta.get("grade") and not meta.get("solution")):
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        exec(compile(src, cell.get("id", "cell"), "exec"), ns)  # noqa: S102
+                    plt.close("all")
+                    continue
+                for node in ast.parse(src).body:  # a test cell: only its fixed checks run
+                    if not _fixed_call(node, ns):
+                        if not isinstance(node, ast.Expr):  # an assignment a later call may use
+                            exec(compile(ast.Module([node], []), meta["grade_id"], "exec"), ns)  # noqa: S102
+                        continue
+                    fc = FixedCall(meta["grade_id"], ast.get_source_segment(src, node))
+                    out = io.StringIO()
+                    os.environ[records.ENV] = "1"
+                    try:
+                        with contextlib.redirect_stdout(out), _lib_calls(fc.used):
+                            exec(compile(ast.Module([node], []), fc.cell, "exec"), ns)  # noqa: S102
+                    except Exception as e:  # noqa: BLE001 - reported by the test
+                        fc.error = f"{type(e).__name__}: {e}"
+                    finally:
+                        del os.environ[records.ENV]
+                    fc.records = [json.loads(ln[len(PREFIX):]) for ln in out.getvalue().splitlines()
+                                  if ln.startswith(PREFIX)]
+                    found.append(fc)
     finally:
         os.chdir(cwd)
-        torch.set_num_threads(threads)
         plt.close("all")
     return found
 
