@@ -850,3 +850,28 @@ def test_an_error_from_a_wrong_block_macs_blames_block_macs():
         L4.check_longest_input(longest_input, cases=case)
     msg = fails(L4.check_longest_input, longest_input, cases=case, block_macs=block_macs)
     assert msg == "your block_macs is not right on this input: make its test pass first"
+
+
+def test_an_error_of_the_learners_own_names_its_input_in_one_line():
+    """rotary, rotary_score, softmax_update and tiled attention run the learner's code through exercise.call:
+    an error it raises is one line naming the input (on a hidden one, its numbers withheld), not a traceback."""
+    def broken(*args, **kwargs):
+        raise ValueError("size 40 does not match 16")
+
+    shown = fails(L4.check_rotary, broken)
+    assert shown.startswith("rotary(x.shape=(2, 3, 6, 8)") and "raised ValueError: size 40 does not match 16" in shown
+    hidden = fails(L4.check_tiled_attention, broken, [dict(shape=(1, 1, 24, 8), causal=True, block=5, seed=7)])
+    assert "on a hidden test's input" in hidden and "raised ValueError: size … does not match …" in hidden
+    shows_none_of(hidden, 24, 5, 7)
+    for check in (L4.check_rotary_score, L4.check_softmax_update):
+        assert "raised ValueError" in fails(check, broken)
+
+
+def test_fused_attention_is_named_even_when_the_answer_then_fails():
+    """A tiled attention that calls torch's fused kernel and then raises is refused for the call, not for the
+    error it raised after (exercise.call names a refused call first)."""
+    def fused_then_broken(q, k, v, causal, block):
+        F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        raise RuntimeError("my tiles are not done")
+
+    assert "calls torch's scaled_dot_product_attention" in fails(L4.check_tiled_attention, fused_then_broken)

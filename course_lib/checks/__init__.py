@@ -23,8 +23,9 @@ import numbers
 import os
 import re
 import sys
-from contextlib import contextmanager
-from typing import Callable, Mapping
+from contextlib import ExitStack, contextmanager
+from functools import partial
+from typing import Callable, Mapping, Sequence
 
 import course_lib
 
@@ -341,19 +342,35 @@ def watch_calls(found: list, files: Mapping[str, object] | None = None,
         sys.setprofile(previous)
 
 
-def own_work(fn: Callable, *args, **kwargs):
-    """Call ``fn(*args, **kwargs)`` and return its result, failing if it called course_lib's
-    counters (``params``, ``memory``, ``flops``): an exercise asks the learner to build the
-    count, and course_lib is there to check it afterwards."""
+COUNTER_WORDS = ("{name} calls course_lib's own counter ({found}): build the count from the shape yourself, "
+                 "then use course_lib to check it")
+
+
+def own_work(fn: Callable, *args, refuse: Sequence[tuple[Callable, str]] = (), **kwargs):
+    """Call ``fn(*args, **kwargs)`` and return its result: the learner's own work, or :class:`CheckFailed`
+    if it called course_lib's counters (``params``, ``memory``, ``flops``: an exercise asks the learner to build
+    the count, course_lib is there to check it afterwards) or anything one of ``refuse`` watches.  Each of
+    ``refuse`` is ``(watch, words)``: ``watch(found)`` a context manager that appends a name to the list
+    ``found`` for each refused call (:func:`watch_calls`, a torch mode), ``words`` the message, formatted with
+    ``name`` (the function's) and ``found`` (the first name found), or a function of the two; the first watch that found one speaks, the
+    counters first.  A refused call is named even if ``fn`` raised after it (the refused code's own error)."""
     if not callable(fn):
         raise CheckFailed(f"expected a function, got {type(fn).__name__}")
-    found: list = []
-    with watch_calls(found, dict.fromkeys(COUNTER_MODULES)):
-        result = fn(*args, **kwargs)
-    if found:
-        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls course_lib's own "
-                          f"counter ({found[0]}): build the count from the shape yourself, "
-                          "then use course_lib to check it")
+    refuse = ((partial(watch_calls, files=dict.fromkeys(COUNTER_MODULES)), COUNTER_WORDS), *refuse)
+    found: list[list] = [[] for _ in refuse]
+    try:
+        with ExitStack() as stack:
+            for (watch, _), names in zip(refuse, found):
+                stack.enter_context(watch(names))
+            result = fn(*args, **kwargs)
+    except Exception:
+        if not any(found):
+            raise
+    for (_, words), names in zip(refuse, found):
+        if names:
+            name = getattr(fn, "__name__", "your function")
+            raise CheckFailed(words(name, names[0]) if callable(words) else words.format(name=name, found=names[0])) \
+                from None
     return result
 
 

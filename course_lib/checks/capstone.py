@@ -12,6 +12,7 @@ import copy
 import math
 import numbers
 from contextlib import suppress
+from functools import partial
 from typing import Callable, Mapping, Sequence
 
 from .. import units
@@ -113,18 +114,10 @@ RECAP_SEALS = {n: (SEALED[f"capstone/recap/{n}/idea"], SEALED[f"capstone/recap/{
 
 def own_reading(fn: Callable, *args, **kwargs):
     """``fn(*args, **kwargs)`` through :func:`~course_lib.checks.own_work` (no counters); CheckFailed if it
-    called ``course_lib.cards`` or a shape's ``kv_cache_width`` or ``sliding_layers`` (reading keys is the answer)."""
-    found: list = []
-    try:
-        with watch_calls(found, {"cards.py": None, "shapes.py": {"kv_cache_width", "sliding_layers"}}):
-            result = own_work(fn, *args, **kwargs)
-    except Exception as e:  # the reader's own error (a CardError) is not the learner's
-        if isinstance(e, CheckFailed) or not found:
-            raise
-    if found:
-        raise CheckFailed(HINTS["reading"]["card_reader"].format(
-            fn=getattr(fn, "__name__", "your function"), found=found[0])) from None
-    return result
+    called ``course_lib.cards`` or a shape's ``kv_cache_width`` or ``sliding_layers`` (reading keys is the answer),
+    even if that code then raised (a CardError is not the learner's)."""
+    return own_work(fn, *args, refuse=[(partial(watch_calls, files={"cards.py": None, "shapes.py": {
+        "kv_cache_width", "sliding_layers"}}), HINTS["reading"]["card_reader"])], **kwargs)
 
 
 def expected_size(config: Mapping, context: int, gpu_memory_bytes: int, dtype: str = "bf16") -> dict:

@@ -75,27 +75,29 @@ def merged(mistakes: Mapping[str, Any]) -> dict:
 
 def call(fn: Callable, label: str, *args, shown: bool = True, shortcuts: Mapping | None = None,
          c_functions: Sequence[str] = (), explain_errors: bool = False,
-         forbidden: Mapping[Callable, str] | None = None, advice: str = "", **kwargs):
-    """``fn(*args, **kwargs)``, the learner's own work, or :class:`CheckFailed`:
+         forbidden: Mapping[Callable, str] | None = None, advice: str = "",
+         refuse: Sequence[tuple[Callable, str]] = (), **kwargs):
+    """``fn(*args, **kwargs)``, the learner's own work (:func:`~course_lib.checks.own_work`), or
+    :class:`CheckFailed`:
 
-    * if it calls course_lib's counters (:func:`~course_lib.checks.own_work`), or a shortcut
-      that holds this answer: ``shortcuts`` is ``{file in course_lib/: function names or
-      None}``, ``c_functions`` names of torch's C functions (its fused kernels);
+    * if it calls course_lib's counters, or a shortcut that holds this answer: ``shortcuts`` is
+      ``{file in course_lib/: function names or None}``, ``c_functions`` names of torch's C
+      functions (its fused kernels);
     * if it calls one of the Python functions ``forbidden`` (``{function: how to name it}``,
       e.g. a method that does the exercise): ``"fn calls NAME: advice"``;
+    * if a watch of ``refuse`` (``(watch, words)``, see :func:`~course_lib.checks.own_work`) saw a call;
     * if it raises on a hidden input (``shown=False``): the message names the input by its
       kind (``label``) and the error with its numbers withheld, since a shape in an error
       would name the hidden sizes.  On a shown input the learner's own exception goes on as
       it is (the notebook shows the learner's frames only: :mod:`~course_lib.checks.tutor`),
       unless ``explain_errors`` asks for the same one-line message there too.  A CheckFailed
       or NotImplementedError (an answer not written yet) always passes through unchanged."""
-    found: list = []
-    banned: list = []
     codes = {inspect.unwrap(f).__code__: name for f, name in (forbidden or {}).items()}
     try:
-        with watch_calls(banned, codes=codes) if codes else nullcontext(), \
-                watch_calls(found, shortcuts or {}, c_functions=c_functions):
-            result = own_work(fn, *args, **kwargs)
+        return own_work(fn, *args, refuse=(
+            (partial(watch_calls, files=shortcuts or {}, c_functions=c_functions), _shortcut_words),
+            *([(partial(watch_calls, codes=codes), f"{{name}} calls {{found}}: {advice}")] if codes else []),
+            *refuse), **kwargs)
     except (CheckFailed, NotImplementedError):
         raise
     except Exception as e:  # noqa: BLE001 - the learner's code raised: say on which input
@@ -103,13 +105,11 @@ def call(fn: Callable, label: str, *args, shown: bool = True, shortcuts: Mapping
             raise
         raise CheckFailed(f"{label} raised {type(e).__name__}: {e if shown else withheld(e)}") \
             from None
-    if found:
-        where = found[0] if found[0].startswith("torch's") else f"course_lib.{found[0]}"
-        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls {where}, which "
-                          "computes this answer: write it yourself, then compare with it")
-    if banned:
-        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')} calls {banned[0]}: {advice}")
-    return result
+
+
+def _shortcut_words(name: str, found: str) -> str:
+    where = found if found.startswith("torch's") else f"course_lib.{found}"
+    return f"{name} calls {where}, which computes this answer: write it yourself, then compare with it"
 
 
 def requires(name: str, check: Callable, *args, **kwargs) -> None:

@@ -23,7 +23,7 @@ from ..shapes import gpt2_shape
 from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
 from . import CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, own_work, watch_calls
-from .exercise import HIDDEN, RANDOM_TAG, Question, blames, close, every, label, merged  # noqa: F401 - RANDOM_TAG: tests
+from .exercise import HIDDEN, RANDOM_TAG, Question, blames, call, close, every, label, merged  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -100,34 +100,31 @@ def _what(name: str, case, visible: Sequence, args: Mapping | str, *kinds: str) 
 
 
 class _AtenOps(TorchDispatchMode):
-    """Records the names of the aten operations that run inside it: torch's fused attention is
-    seen however it is reached (``F.scaled_dot_product_attention``, ``torch.ops.aten``, a C++
-    fast path such as ``nn.TransformerEncoderLayer``'s), not only as a call from Python."""
+    """A watch (:func:`~course_lib.checks.own_work`) of torch's fused attention at the dispatcher: each aten
+    operation named ``scaled_dot_product...`` that runs is appended to ``found``, however it is reached
+    (``F.scaled_dot_product_attention``, ``torch.ops.aten``, a C++ fast path such as
+    ``nn.TransformerEncoderLayer``'s), not only as a call from Python."""
 
-    def __init__(self):
+    def __init__(self, found: list):
         super().__init__()
-        self.names: set[str] = set()
+        self.found = found
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.names.add(str(func))
+        if "scaled_dot_product" in str(func):
+            self.found.append(str(func))
         return func(*args, **(kwargs or {}))
 
 
-def _built_by_hand(fn, *args, what: str, fused_ok: bool = True, **kwargs):
-    """``fn(*args, **kwargs)``, failing if it called course_lib's positions or attention code, or (``fused_ok=False``)
-    torch's fused scaled_dot_product_attention (any aten op of that name)."""
-    if not callable(fn):
-        raise CheckFailed(f"{what}: expected a function, got {type(fn).__name__}")
-    found: list = []
-    ops = nullcontext() if fused_ok else _AtenOps()  # a dispatch mode costs time: only where needed
-    with watch_calls(found, dict.fromkeys(("positions.py", "attention.py", "tiled_attention.py", "block.py"))), ops:
-        result = fn(*args, **kwargs)
-    name = getattr(fn, "__name__", "your function")
-    if found:
-        raise CheckFailed(f"{name} calls course_lib's own {found[0]}: {HINTS['by_hand']['course_lib']}")
-    if not fused_ok and any("scaled_dot_product" in op for op in ops.names):
-        raise CheckFailed(f"{name} {HINTS['by_hand']['fused']}")
-    return result
+_COURSE_LIB = (partial(watch_calls, files=dict.fromkeys(("positions.py", "attention.py", "tiled_attention.py",
+                                                          "block.py"))), HINTS["by_hand"]["course_lib"])
+
+
+def _by_hand(fn, what: str, *args, fused_ok: bool = True, **kwargs):
+    """The learner's own ``fn(*args, **kwargs)`` (:func:`~.exercise.call`, an error named with its input): not
+    course_lib's positions or attention code, nor (``fused_ok=False``; a dispatch mode costs time, so only
+    where needed) torch's fused scaled_dot_product_attention."""
+    return call(fn, what, *args, shown=HIDDEN not in what, explain_errors=True, refuse=(_COURSE_LIB, *(
+        () if fused_ok else [(_AtenOps, HINTS["by_hand"]["fused"])])), **kwargs)
 
 
 def _tensor(got, like: torch.Tensor, what: str) -> torch.Tensor:
@@ -249,7 +246,7 @@ def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
             "a base other than 10000" if base != 10000 else "", f"x in {case['dtype']}" if "dtype" in case else "")
         tol = 1e-4 if x.dtype == torch.float32 else 3e-2  # a 16-bit result is rounded to 2^-8
         expected = reference_rotary(x, positions, base)
-        got = _tensor(_built_by_hand(fn, x.clone(), positions.clone(), base, what=what), x, what)
+        got = _tensor(_by_hand(fn, what, x.clone(), positions.clone(), base), x, what)
         if not torch.isfinite(got).all():
             raise CheckFailed(f"{what}: the result holds NaN or inf")
         if got.dtype != x.dtype:
@@ -308,7 +305,7 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
                      "query and key at the same position" if m == n else "")
         shown, what = HIDDEN not in what, what + ("" if HIDDEN in what else f" with d_head={d}")
         expected = reference_rotary_score(q, k, m, n)
-        got = _number(_built_by_hand(fn, q.clone(), k.clone(), m, n, what=what), what)
+        got = _number(_by_hand(fn, what, q.clone(), k.clone(), m, n), what)
         if not _compare(got, expected, what, 1e-4, lambda: _named(
                 "rotary_score", no_scale=expected * math.sqrt(d), by_d_head=expected / math.sqrt(d),
                 query_only=reference_rotary_score(q, k, m, 0), swapped=reference_rotary_score(q, k, n, m),
@@ -316,7 +313,7 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
                     expected * math.sqrt(d / c))), near):
             raise CheckFailed(f"{what} {HINTS['rotary_score']['other']}")
         for shift in (1, 7, 100):
-            moved = _number(_built_by_hand(fn, q.clone(), k.clone(), m + shift, n + shift, what=what), what)
+            moved = _number(_by_hand(fn, what, q.clone(), k.clone(), m + shift, n + shift), what)
             by = f"by {shift}" if shown else "by the same amount"  # m + shift: a hidden position
             if not near(moved, got):
                 raise CheckFailed(f"{what}: " + HINTS["rotary_score"]["moved"].format(by=by))
@@ -439,7 +436,7 @@ def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
             "scores up to": round(s.amax().item())},
             "the first tile" if case["first"] else "a later tile", "large scores" if abs(case["scale"]) > 10 else "")
         expected = online_softmax_update(state, s, v)
-        got = _built_by_hand(fn, state.m.clone(), state.l.clone(), state.acc.clone(), s.clone(), v.clone(), what=what)
+        got = _by_hand(fn, what, state.m.clone(), state.l.clone(), state.acc.clone(), s.clone(), v.clone())
         if not isinstance(got, tuple) or len(got) != 3:
             raise CheckFailed(f"{what}: expected a tuple of three tensors (m, l, acc), got {type(got).__name__}" + (
                 f" of {len(got)}" if isinstance(got, (tuple, list)) else ""))  # a tensor's repr: lines of numbers
@@ -480,8 +477,8 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
                      f"causal={causal}", "one tile longer than the input" if block >= n else
                      "a last tile shorter than the block" if n % block else "")
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        got = _tensor(_built_by_hand(fn, q.clone(), k.clone(), v.clone(), causal=causal, block=block, what=what,
-                                     fused_ok=False), expected, what)
+        got = _tensor(_by_hand(fn, what, q.clone(), k.clone(), v.clone(), causal=causal, block=block,
+                               fused_ok=False), expected, what)
         full = n // block * block  # the rows and keys of the whole tiles; a last one of n % block follows
         short_keys = _seen(q, k, v, lambda i, j: (j < full) & (j <= i if causal else True)) if n % block and full \
             else None

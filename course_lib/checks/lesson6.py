@@ -140,25 +140,21 @@ def _attend(q, k, v, causal=True, scale=True, dim=-1):
     return scores.masked_fill(mask, float("-inf")).softmax(dim) @ v
 
 
-def _own_pairing(fn, what: str, *args):
-    """The learner's ``fn(*args)`` (:func:`~.exercise.call`), failing if it lets torch pair query heads with
-    fewer key/value heads (``scaled_dot_product_attention(..., enable_gqa=True)``), which is the exercise's work."""
+def _pairing(found: list):
+    """A watch (:func:`~course_lib.checks.own_work`): appends to ``found`` each call of torch's
+    ``scaled_dot_product_attention(..., enable_gqa=True)`` on fewer key/value heads than query heads, which
+    pairs them for the learner (the exercise's work)."""
     from torch.overrides import TorchFunctionMode
-    found = []
 
-    class Watch(TorchFunctionMode):
+    class Pairing(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             q_k = [*args[:2], *(kwargs.get(n) for n in ("query", "key")[len(args[:2]):])]
             if getattr(func, "__name__", "") == "scaled_dot_product_attention" and kwargs.get(
                     "enable_gqa") and q_k[0].shape[-3] != q_k[1].shape[-3]:
-                found.append(func)
+                found.append(func.__name__)
             return func(*args, **kwargs)
-    with Watch():
-        got = call(fn, what, *args, shown=HIDDEN not in what, shortcuts=_SHORTCUTS, explain_errors=True)
-    if found:
-        raise CheckFailed(HINTS["gqa"]["enable_gqa"].format(name=getattr(fn, "__name__", "your function")))
-    return got
+    return Pairing()
 
 
 def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
@@ -172,7 +168,8 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
         (q, k, v), shown = gqa_inputs(**case), is_shown(case, GQA_CASES)
         what = f"grouped_query_attention on q {tuple(q.shape)}, k and v {tuple(k.shape)}" if shown \
             else on_hidden("grouped_query_attention", heads_kind(case["n_heads"], case["n_kv_heads"]))
-        got = _own_pairing(fn, what, q.clone(), k.clone(), v.clone())
+        got = call(fn, what, q.clone(), k.clone(), v.clone(), shown=HIDDEN not in what, shortcuts=_SHORTCUTS,
+                   explain_errors=True, refuse=[(_pairing, HINTS["gqa"]["enable_gqa"])])
         if not isinstance(got, torch.Tensor):
             raise CheckFailed(f"{what}: return a tensor, got {type(got).__name__}")
         if tuple(got.shape) != tuple(q.shape):
