@@ -186,32 +186,40 @@ def close(a, b, *, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
 
 
 def compare(got, expected, *, what: str, shown: bool = True, rtol: float = 1e-4,
-            atol: float = 1e-5, mistakes: Mapping[str, Any] | None = None,
-            shape_hint: str = "", record: tuple[float, float] | None = None) -> None:
-    """Compare array ``got`` with ``expected`` and publish the grader's record, in one pass.
+            atol: float = 1e-5, mistakes: Mapping[str, Any] | Callable[[], Mapping] | None = None,
+            shape_words: str = "", record: tuple[float, float] | None = None, tensor: bool = False,
+            otherwise: Callable[[Any, Any], str | None] | None = None) -> None:
+    """Compare array ``got`` with ``expected`` and publish the grader's record, in one pass: the one
+    comparison of arrays, so a hidden input's shape or values never show.
 
-    Fails (:class:`CheckFailed`) on: a value that is not an array; a wrong shape (the expected
-    shape named only on a ``shown`` input; ``shape_hint`` appended); NaN or infinite values;
-    a match with one of ``mistakes`` (``{diagnosis: the array that mistake gives}``, ``None``
-    skipped, a mistake equal to ``expected`` ignored); else the largest difference.  Passing
-    publishes a ``close`` record with tolerance ``record`` = ``(rtol, atol)``, by default twice
-    this comparison's (the grader compares with the model answer's values, which lie within
-    the tolerance of ``expected`` too)."""
+    Fails (:class:`CheckFailed`) on: a value that is not an array (``tensor``: not a torch tensor);
+    a wrong shape (``shape_words``, e.g. ``"the shape of x"``, says what it should be; the shapes
+    themselves are named only on a ``shown`` input); a match with some of ``mistakes``
+    (``{diagnosis: the array that mistake gives}``, or a function giving them, called only on a
+    wrong answer; ``None`` skipped, a mistake equal to ``expected`` ignored; every match named);
+    else the words ``otherwise(got, expected)`` (both float64) give after ``what``, if any; else NaN
+    or infinite values, or the largest difference.  Passing publishes a ``close`` record with
+    tolerance ``record`` = ``(rtol, atol)``, by default twice this comparison's (the grader compares
+    with the model answer's values, which lie within the tolerance of ``expected`` too)."""
     import torch
 
+    if tensor and not isinstance(got, torch.Tensor):
+        raise CheckFailed(f"{what}: expected a tensor, got {type(got).__name__}")
     g, e = as_tensor(got, what), as_tensor(expected, "expected")
     if g.shape != e.shape:
-        want = tuple(e.shape) if shown else "another shape"
-        raise CheckFailed(f"{what}: expected shape {want}, got "
-                          f"{tuple(g.shape) if shown else 'a different one'}{shape_hint}")
+        raise CheckFailed(f"{what}: expected shape {tuple(e.shape)}" + (f" ({shape_words})" if shape_words else "")
+                          + f", got {tuple(g.shape)}" if shown else
+                          f"{what}: expected {shape_words or 'another shape'}, got a different one")
     if close(g, e, rtol=rtol, atol=atol) and bool(torch.isfinite(g).all()):
         r = record or (2 * rtol, 2 * atol)
         check_close(g, e, what=what, rtol=r[0], atol=r[1])
         return
-    for diagnosis, wrong in (mistakes or {}).items():
-        if wrong is not None and not close(wrong, e, rtol=rtol, atol=atol) \
-                and close(g, wrong, rtol=rtol, atol=atol):
-            raise CheckFailed(f"{what} is not right: {diagnosis}")
+    mistakes = (mistakes() if callable(mistakes) else mistakes) or {}
+    if found := [d for d, wrong in mistakes.items() if wrong is not None
+                 and not close(wrong, e, rtol=rtol, atol=atol) and close(g, wrong, rtol=rtol, atol=atol)]:
+        raise CheckFailed(f"{what} is not right: {'; or '.join(found)}")
+    if words := otherwise and otherwise(g, e):
+        raise CheckFailed(f"{what} {words}")
     if g.numel() and not bool(torch.isfinite(g).all()):
         raise CheckFailed(f"{what} is not right: it holds NaN or infinite values")
     raise CheckFailed(f"{what} is not right: it differs from the reference by up to "

@@ -23,7 +23,7 @@ from ..shapes import gpt2_shape
 from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
 from . import CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, own_work, watch_calls
-from .exercise import HIDDEN, RANDOM_TAG, Question, blames, call, close, every, label, merged  # noqa: F401 - RANDOM_TAG: tests
+from .exercise import HIDDEN, RANDOM_TAG, Question, blames, call, close, compare, every, label, merged  # noqa: F401 - RANDOM_TAG: tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -127,29 +127,6 @@ def _by_hand(fn, what: str, *args, fused_ok: bool = True, **kwargs):
         () if fused_ok else [(_AtenOps, HINTS["by_hand"]["fused"])])), **kwargs)
 
 
-def _tensor(got, like: torch.Tensor, what: str) -> torch.Tensor:
-    """``got`` as a tensor of ``like``'s shape (named only if ``what`` is a shown input's label)."""
-    if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what}: expected a tensor, got {type(got).__name__}")
-    if tuple(got.shape) != tuple(like.shape):
-        raise CheckFailed(f"{what}: expected shape {tuple(like.shape)} (the shape of the input), got {tuple(got.shape)}"
-                          if HIDDEN not in what else f"{what}: expected the shape of the input, got another shape")
-    return got.detach()
-
-
-def _compare(got, expected, what: str, tol: float, mistakes: Callable[[], Mapping], near=None) -> bool:
-    """True, publishing a ``close`` record at ``tol``, if ``got`` is ``near`` ``expected`` (default: within
-    ``tol·(1 + |expected|)`` elementwise, NaN equal to NaN); else CheckFailed naming every one of ``mistakes()``
-    (``{words: value}``, one equal to ``expected`` skipped) that it matches; else False."""
-    near = near or (lambda a, b: close(a, b, rtol=tol, atol=tol))
-    if near(got, expected):
-        check_close(got, expected, what=what, rtol=tol, atol=tol)
-        return True
-    if found := [d for d, wrong in mistakes().items() if not near(wrong, expected) and near(got, wrong)]:
-        raise CheckFailed(f"{what} is not right: {'; or '.join(found)}.")
-    return False
-
-
 def _counts(fn, cases, visible, name: str, order: Sequence[str], parts: Callable, keys=()) -> None:
     """A count: on each case, the learner's own ``fn(*case[order])`` (a dict with ``keys`` if any), each of
     ``parts(*case[order])`` = ``{key or None: (right value, rel, {words: wrong value}, *builds on)}`` checked."""
@@ -245,26 +222,26 @@ def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
             "positions not starting at 0" if case.get("start") else "",
             "a base other than 10000" if base != 10000 else "", f"x in {case['dtype']}" if "dtype" in case else "")
         tol = 1e-4 if x.dtype == torch.float32 else 3e-2  # a 16-bit result is rounded to 2^-8
-        expected = reference_rotary(x, positions, base)
-        got = _tensor(_by_hand(fn, what, x.clone(), positions.clone(), base), x, what)
-        if not torch.isfinite(got).all():
-            raise CheckFailed(f"{what}: the result holds NaN or inf")
-        if got.dtype != x.dtype:
+        got = _by_hand(fn, what, x.clone(), positions.clone(), base)
+        if isinstance(got, torch.Tensor) and got.dtype != x.dtype and got.shape == x.shape:
             raise CheckFailed(f"{what}: return the dtype of x ({x.dtype}), got {got.dtype}")
-        got, expected = got.float(), expected.float()  # numpy, which compares, has no bfloat16
-        if _compare(got, expected, what, tol, lambda: _named(
-                "rotary", unrotated=x.double(), sign=_rotate(x, positions, base, sign=-1.0), **{
-                    k: _rotate(x, positions, base, **{k: True}) for k in (
-                        "interleaved", "repeat_interleave", "half_exponent")},
-                positions_ignored=_rotate(x, torch.arange(rows), base), base_ignored=_rotate(x, positions, 1e4))):
-            continue
-        norm_kept = close(got.double().norm(dim=-1), x.double().norm(dim=-1), rtol=tol, atol=tol)
-        err = (got.double() - expected.double()).abs().amax(-1).reshape(-1, rows).amax(0)
-        row_ok = err <= tol * (1 + expected.double().abs().amax(-1).reshape(-1, rows).amax(0))
-        small = positions < 1000  # below this, float32 angles are within the tolerance
-        float32 = norm_kept and small.any() and bool(row_ok[small].all()) and not bool(row_ok.all())
-        raise CheckFailed(f"{what} is not right: " + HINTS["rotary"][
-            "float32" if float32 else "wrong_angles" if norm_kept else "length"])
+
+        def otherwise(got, expected):  # a rotation keeps lengths; float32 angles are off at large positions
+            if not torch.isfinite(got).all():
+                return None
+            norm_kept = close(got.norm(dim=-1), x.double().norm(dim=-1), rtol=tol, atol=tol)
+            err = (got - expected).abs().amax(-1).reshape(-1, rows).amax(0)
+            row_ok = err <= tol * (1 + expected.abs().amax(-1).reshape(-1, rows).amax(0))
+            small = positions < 1000  # below this, float32 angles are within the tolerance
+            float32 = norm_kept and small.any() and bool(row_ok[small].all()) and not bool(row_ok.all())
+            return "is not right: " + HINTS["rotary"]["float32" if float32 else "wrong_angles" if norm_kept else "length"]
+        compare(got.detach().float() if isinstance(got, torch.Tensor) else got, reference_rotary(x, positions, base).float(),
+                what=what, shown=HIDDEN not in what, rtol=tol, atol=tol, record=(tol, tol), tensor=True,
+                shape_words="the shape of the input", otherwise=otherwise, mistakes=lambda: _named(
+                    "rotary", unrotated=x.double(), sign=_rotate(x, positions, base, sign=-1.0), **{
+                        k: _rotate(x, positions, base, **{k: True}) for k in (
+                            "interleaved", "repeat_interleave", "half_exponent")},
+                    positions_ignored=_rotate(x, torch.arange(rows), base), base_ignored=_rotate(x, positions, 1e4)))
 
 
 def rotary_score_case(case: Mapping):
@@ -296,9 +273,6 @@ def _fixed_scale(exercise: str, d: int, value: Callable[[int], object]) -> dict:
 def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> None:
     """Check ``fn(q, k, m, n) -> float``: the scaled score of query q at position m against key k
     at position n, both rotated; and that it stays the same when m and n move together."""
-    def near(a, b):
-        return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-4)
-
     for case in cases:
         (q, k), m, n, d = rotary_score_case(case), case["m"], case["n"], case["d_head"]
         what = _what("rotary_score", case, ROTARY_SCORE_CASES, f"q, k, m={m}, n={n}",
@@ -306,16 +280,15 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
         shown, what = HIDDEN not in what, what + ("" if HIDDEN in what else f" with d_head={d}")
         expected = reference_rotary_score(q, k, m, n)
         got = _number(_by_hand(fn, what, q.clone(), k.clone(), m, n), what)
-        if not _compare(got, expected, what, 1e-4, lambda: _named(
-                "rotary_score", no_scale=expected * math.sqrt(d), by_d_head=expected / math.sqrt(d),
-                query_only=reference_rotary_score(q, k, m, 0), swapped=reference_rotary_score(q, k, n, m),
-                same_position=reference_rotary_score(q, k, 0, 0)) | _fixed_scale("rotary_score", d, lambda c: (
-                    expected * math.sqrt(d / c))), near):
-            raise CheckFailed(f"{what} {HINTS['rotary_score']['other']}")
+        compare(got, expected, what=what, shown=shown, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4), mistakes=lambda: _named(
+            "rotary_score", no_scale=expected * math.sqrt(d), by_d_head=expected / math.sqrt(d),
+            query_only=reference_rotary_score(q, k, m, 0), swapped=reference_rotary_score(q, k, n, m),
+            same_position=reference_rotary_score(q, k, 0, 0)) | _fixed_scale(
+                "rotary_score", d, lambda c: expected * math.sqrt(d / c)), otherwise=lambda g, e: HINTS["rotary_score"]["other"])
         for shift in (1, 7, 100):
             moved = _number(_by_hand(fn, what, q.clone(), k.clone(), m + shift, n + shift), what)
             by = f"by {shift}" if shown else "by the same amount"  # m + shift: a hidden position
-            if not near(moved, got):
+            if not math.isclose(moved, got, rel_tol=1e-4, abs_tol=1e-4):
                 raise CheckFailed(f"{what}: " + HINTS["rotary_score"]["moved"].format(by=by))
             check_close(moved, expected, what=f"{what}, both moved {by}", rtol=1e-4, atol=1e-4)
 
@@ -428,7 +401,6 @@ def _update_mistakes(state, s, v) -> dict:
 def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
     """Check ``fn(m, l, acc, scores_tile, v_tile) -> (m, l, acc)`` against
     course_lib.tiled_attention.online_softmax_update."""
-    words = HINTS["softmax_update"]
     for case in cases:
         state, s, v = update_case(case)
         what = _what("softmax_update", case, UPDATE_CASES, {"batch": tuple(case["batch"]), **{
@@ -440,14 +412,16 @@ def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
         if not isinstance(got, tuple) or len(got) != 3:
             raise CheckFailed(f"{what}: expected a tuple of three tensors (m, l, acc), got {type(got).__name__}" + (
                 f" of {len(got)}" if isinstance(got, (tuple, list)) else ""))  # a tensor's repr: lines of numbers
-        mistakes = _update_mistakes(state, s, v)
         for name, g, e in zip(("m", "l", "acc"), got, expected):
-            g = _tensor(g, e, f"{what}, {name}")
-            if _compare(g, e, f"{what}, {name}", 1e-5, lambda: mistakes[name]):
-                continue
-            bad = "nan" if torch.isnan(g).any() else "overflow" if (g == math.inf).any() else \
-                "minus_inf" if (g == -math.inf).any() and not (e == -math.inf).any() else "other"
-            raise CheckFailed(f"{what}, {name} " + ("is not right: " if bad == "other" else "") + words[bad])
+            compare(g, e, what=f"{what}, {name}", shown=HIDDEN not in what, rtol=1e-5, atol=1e-5, record=(1e-5, 1e-5),
+                    tensor=True, mistakes=lambda: _update_mistakes(state, s, v)[name], otherwise=_update_words)
+
+
+def _update_words(got, expected) -> str:
+    """What a wrong m, l or acc holds (NaN, inf, -inf where a number should be), or the update's formulas."""
+    bad = "nan" if torch.isnan(got).any() else "overflow" if (got == math.inf).any() else \
+        "minus_inf" if (got == -math.inf).any() and not (expected == -math.inf).any() else "other"
+    return ("is not right: " if bad == "other" else "") + HINTS["softmax_update"][bad]
 
 
 def tiled_case(case: Mapping):
@@ -477,18 +451,19 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
                      f"causal={causal}", "one tile longer than the input" if block >= n else
                      "a last tile shorter than the block" if n % block else "")
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        got = _tensor(_by_hand(fn, what, q.clone(), k.clone(), v.clone(), causal=causal, block=block,
-                               fused_ok=False), expected, what)
+        got = _by_hand(fn, what, q.clone(), k.clone(), v.clone(), causal=causal, block=block, fused_ok=False)
         full = n // block * block  # the rows and keys of the whole tiles; a last one of n % block follows
         short_keys = _seen(q, k, v, lambda i, j: (j < full) & (j <= i if causal else True)) if n % block and full \
             else None
-        if short_keys is not None and not near(got, expected) and not near(got, short_keys):  # before NaN: rows unwritten
-            if near(got[..., :full, :], expected[..., :full, :]):
-                raise CheckFailed(f"{what} is not right: {words['short_queries']}.")
-            if near(got[..., :full, :], short_keys[..., :full, :]):
-                raise CheckFailed(f"{what} is not right: {words['short_both']}.")
-        if torch.isnan(got).any():  # the reference has none
-            raise CheckFailed(f"{what}: {words['nan']}" + ("" if causal else f" {words['not_causal']}"))
+        if isinstance(got, torch.Tensor) and got.shape == expected.shape:  # before compare: rows unwritten, NaN
+            got = got.detach()
+            if short_keys is not None and not near(got, expected) and not near(got, short_keys):
+                if near(got[..., :full, :], expected[..., :full, :]):
+                    raise CheckFailed(f"{what} is not right: {words['short_queries']}.")
+                if near(got[..., :full, :], short_keys[..., :full, :]):
+                    raise CheckFailed(f"{what} is not right: {words['short_both']}.")
+            if torch.isnan(got).any():  # the reference has none
+                raise CheckFailed(f"{what}: {words['nan']}" + ("" if causal else f" {words['not_causal']}"))
 
         def mistakes():
             att, sees = partial(F.scaled_dot_product_attention, q, k, v), partial(_seen, q, k, v)
@@ -498,8 +473,8 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
                               tile_mask=sees(lambda i, j: j < (i // block + 1) * block)) if causal else dict(
                               unasked_mask=att(is_causal=True)))) | _fixed_scale(
                 "tiled", d, lambda c: att(is_causal=causal, scale=c ** -0.5))
-        if not _compare(got, expected, what, 1e-4, mistakes, near):
-            raise CheckFailed(f"{what} {words['other']}")
+        compare(got, expected, what=what, shown=HIDDEN not in what, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4),
+                tensor=True, shape_words="the shape of the input", mistakes=mistakes, otherwise=lambda g, e: words["other"])
     q, k, v = tiled_case(dict(shape=(1, 1, memory_n, 32), seed=99))
     for causal in (False, True):
         mem = measure_peak_extra_memory(fn, q, k, v, causal=causal, block=64)
