@@ -352,8 +352,9 @@ def own_work(fn: Callable, *args, refuse: Sequence[tuple[Callable, str]] = (), *
     the count, course_lib is there to check it afterwards) or anything one of ``refuse`` watches.  Each of
     ``refuse`` is ``(watch, words)``: ``watch(found)`` a context manager that appends a name to the list
     ``found`` for each refused call (:func:`watch_calls`, a torch mode), ``words`` the message, formatted with
-    ``name`` (the function's) and ``found`` (the first name found), or a function of the two; the first watch that found one speaks, the
-    counters first.  A refused call is named even if ``fn`` raised after it (the refused code's own error)."""
+    ``name`` (the function's) and ``found`` (the first name found), or a function of the two; the first
+    watch that found one speaks, the counters first.  A refused call is named even if ``fn`` raised after
+    it (the refused code's own error)."""
     if not callable(fn):
         raise CheckFailed(f"expected a function, got {type(fn).__name__}")
     refuse = ((partial(watch_calls, files=dict.fromkeys(COUNTER_MODULES)), COUNTER_WORDS), *refuse)

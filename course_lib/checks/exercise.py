@@ -188,7 +188,7 @@ def close(a, b, *, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
 def compare(got, expected, *, what: str, shown: bool = True, rtol: float = 1e-4,
             atol: float = 1e-5, mistakes: Mapping[str, Any] | Callable[[], Mapping] | None = None,
             shape_words: str = "", record: tuple[float, float] | None = None, tensor: bool = False,
-            otherwise: Callable[[Any, Any], str | None] | None = None) -> None:
+            otherwise: Callable[[Any, Any], str | None] | None = None, publish: bool = True) -> None:
     """Compare array ``got`` with ``expected`` and publish the grader's record, in one pass: the one
     comparison of arrays, so a hidden input's shape or values never show.
 
@@ -200,11 +200,12 @@ def compare(got, expected, *, what: str, shown: bool = True, rtol: float = 1e-4,
     else the words ``otherwise(got, expected)`` (both float64) give after ``what``, if any; else NaN
     or infinite values, or the largest difference.  Passing publishes a ``close`` record with
     tolerance ``record`` = ``(rtol, atol)``, by default twice this comparison's (the grader compares
-    with the model answer's values, which lie within the tolerance of ``expected`` too)."""
+    with the model answer's values, which lie within the tolerance of ``expected`` too); ``publish``
+    False: nothing (a check of several arrays that records them once all are right)."""
     import torch
 
     if tensor and not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what}: expected a tensor, got {type(got).__name__}")
+        raise CheckFailed(f"{what}: expected a torch tensor, got {type(got).__name__}")
     g, e = as_tensor(got, what), as_tensor(expected, "expected")
     if g.shape != e.shape:
         raise CheckFailed(f"{what}: expected shape {tuple(e.shape)}" + (f" ({shape_words})" if shape_words else "")
@@ -212,7 +213,8 @@ def compare(got, expected, *, what: str, shown: bool = True, rtol: float = 1e-4,
                           f"{what}: expected {shape_words or 'another shape'}, got a different one")
     if close(g, e, rtol=rtol, atol=atol) and bool(torch.isfinite(g).all()):
         r = record or (2 * rtol, 2 * atol)
-        check_close(g, e, what=what, rtol=r[0], atol=r[1])
+        if publish:
+            check_close(g, e, what=what, rtol=r[0], atol=r[1])
         return
     mistakes = (mistakes() if callable(mistakes) else mistakes) or {}
     if found := [d for d, wrong in mistakes.items() if wrong is not None

@@ -19,7 +19,8 @@ from ..params import block_params
 from ..shapes import gpt2_shape, llama_shape
 from ..tiny_gpt import TinyGPT
 from . import CheckFailed, check_close, check_sealed, check_value, heads_kind
-from .exercise import RANDOM_TAG, Exercise, Inputs, Part, attempt, close, name_mistake  # noqa: F401 - RANDOM_TAG: tests
+from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, attempt, close, compare,  # noqa: F401 - RANDOM_TAG: tests
+                       name_mistake)
 from .hints import load as _load_hints, named as _named
 from .sealed import load as _load_sealed
 
@@ -140,22 +141,11 @@ def _describe(spec: Mapping) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in spec.items())
 
 
-def _first(exercise: str, label: str, fields: Mapping | None = None, like=None, **when) -> None:
+def _first(exercise: str, label: str, fields: Mapping | None = None, **when) -> None:
     """Fail with ``label: `` and the words (hints/lesson3.toml, ``fields`` filled in) of the first
     mistake of ``exercise`` whose condition in ``when`` holds (:func:`~.exercise.name_mistake`:
-    a callable is called only when reached); a tensor condition holds if tensor ``like`` is close to it."""
-    name_mistake(label, {H[exercise][key].format(**(fields or {})): partial(_close, like, c)
-                         if isinstance(c, torch.Tensor) else c for key, c in when.items()}, ": ")
-
-
-def _tensor(x, shape, what: str, names: str | None = None) -> torch.Tensor:
-    """``x`` if it is a tensor of ``shape``; ``names``: the shape in words (a hidden input's sizes unsaid)."""
-    if not isinstance(x, torch.Tensor):
-        raise CheckFailed(f"{what}: expected a torch tensor, got {type(x).__name__}")
-    if tuple(x.shape) != tuple(shape):
-        raise CheckFailed(f"{what}: expected shape {names}, got another shape" if names is not None else
-                          f"{what}: expected shape {tuple(shape)}, got {tuple(x.shape)}")
-    return x
+    a callable is called only when reached)."""
+    name_mistake(label, {H[exercise][key].format(**(fields or {})): c for key, c in when.items()}, ": ")
 
 
 def _block_kind(spec: Mapping) -> tuple:
@@ -194,21 +184,18 @@ def check_stream_parts(fn, blocks: Sequence[Mapping] = (*STREAM_BLOCKS, *RANDOM_
                 (block, x), kinds=_block_kind(spec), forbidden={TransformerBlock.run: h["calls_block"]}, advice=h["advice"])
             _first("stream_parts", label, dict(got=type(result).__name__),
                    two_tensors=not isinstance(result, (tuple, list)) or len(result) != 2)
-            what = (f"{label}[0], attention's note", f"{label}[1], the feed-forward note")
-            names = None if shown else "(batch, pos, d_model), the shape of x"
-            a, m = (_tensor(r, x.shape, w, names) for r, w in zip(result, what))
             ref_a = block.attn(block.norm_1(x))
             ref_m = block.mlp(block.norm_2(x + ref_a))
             slips = (dict(attn_of_x=block.attn(x), stream_after_attention=x + ref_a),
                      dict(ff_before_attention=block.mlp(block.norm_2(x)), ff_no_norm=block.mlp(x + ref_a),
                           ff_norm_1=block.mlp(block.norm_1(x + ref_a)), stream_after_block=x + ref_a + ref_m,
                           both_notes=ref_a + ref_m))
-            for i, (got, ref) in enumerate(((a, ref_a), (m, ref_m))):
-                if not _close(got, ref):
-                    _first("stream_parts", f"{label}[{i}]", like=got, **slips[i])
-                    raise CheckFailed(f"{what[i]}, is not right")
-            for got, ref, w in ((a, ref_a, what[0]), (m, ref_m, what[1])):  # records for the grader
-                check_close(got, ref, what=w, rtol=_ATOL, atol=_ATOL)
+            for publish in (False, True):  # both notes right before either is recorded
+                for got, ref, part, slip in zip(result, (ref_a, ref_m), ("[0], attention's note",
+                                                                        "[1], the feed-forward note"), slips):
+                    compare(got, ref, what=label + part, shown=shown, rtol=_ATOL, atol=_ATOL, record=(_ATOL, _ATOL),
+                            tensor=True, shape_words="(batch, pos, d_model), the shape of x", publish=publish,
+                            mistakes=_named(H["stream_parts"], **slip))
 
 
 # --- 2. counting a block by part -------------------------------------------------------------
@@ -354,14 +341,13 @@ def check_neuron_scores(fn, layers: Sequence[Mapping] = (*NEURON_LAYERS, *RANDOM
             up, down = mlp.up.weight, mlp.down.weight  # (d_ff, d_model), (d_model, d_ff)
             _first("neuron_scores", label, d_model_scores=isinstance(got, torch.Tensor)
                    and got.shape == (up.shape[1],) != (up.shape[0],))
-            got = _tensor(got, (up.shape[0],), label, None if shown else "(d_ff,)")
-            expected = neuron_scores(mlp)
-            if not _close(got, expected):
-                r_up, r_down = up.norm(dim=1), down.norm(dim=0)
-                _first("neuron_scores", label, like=got, up_only=r_up, down_only=r_down, added=r_up + r_down,
-                       squared=r_up ** 2 * r_down ** 2, with_bias=torch.cat([up, mlp.up.bias[:, None]], 1).norm(dim=1) * r_down,
-                       transposed=square and up.norm(dim=0) * down.norm(dim=1), wrong=True)
-            check_close(got, expected, what=label, rtol=_ATOL, atol=_ATOL)
+            r_up, r_down = up.norm(dim=1), down.norm(dim=0)
+            compare(got, neuron_scores(mlp), what=label, shown=shown, rtol=_ATOL, atol=_ATOL, record=(_ATOL, _ATOL),
+                    tensor=True, shape_words="(d_ff,)", mistakes=lambda: _named(
+                        H["neuron_scores"], up_only=r_up, down_only=r_down, added=r_up + r_down,
+                        squared=r_up ** 2 * r_down ** 2,
+                        with_bias=torch.cat([up, mlp.up.bias[:, None]], 1).norm(dim=1) * r_down,
+                        transposed=up.norm(dim=0) * down.norm(dim=1) if square else None))
 
 
 def check_prune(fn, cases: Sequence[Mapping] = (*PRUNE_CASES, *RANDOM_PRUNE)) -> None:

@@ -23,7 +23,8 @@ from ..shapes import gpt2_shape
 from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
 from . import CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, own_work, watch_calls
-from .exercise import HIDDEN, RANDOM_TAG, Question, blames, call, close, compare, every, label, merged  # noqa: F401 - RANDOM_TAG: tests
+from .exercise import (HIDDEN, RANDOM_TAG, Question, blames, call, close, compare, every,  # noqa: F401 - tests
+                       label, merged)
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -234,10 +235,12 @@ def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
             row_ok = err <= tol * (1 + expected.abs().amax(-1).reshape(-1, rows).amax(0))
             small = positions < 1000  # below this, float32 angles are within the tolerance
             float32 = norm_kept and small.any() and bool(row_ok[small].all()) and not bool(row_ok.all())
-            return "is not right: " + HINTS["rotary"]["float32" if float32 else "wrong_angles" if norm_kept else "length"]
-        compare(got.detach().float() if isinstance(got, torch.Tensor) else got, reference_rotary(x, positions, base).float(),
-                what=what, shown=HIDDEN not in what, rtol=tol, atol=tol, record=(tol, tol), tensor=True,
-                shape_words="the shape of the input", otherwise=otherwise, mistakes=lambda: _named(
+            return "is not right: " + HINTS["rotary"][
+                "float32" if float32 else "wrong_angles" if norm_kept else "length"]
+        compare(got.detach().float() if isinstance(got, torch.Tensor) else got,
+                reference_rotary(x, positions, base).float(), what=what, shown=HIDDEN not in what, rtol=tol,
+                atol=tol, record=(tol, tol), tensor=True, shape_words="the shape of the input", otherwise=otherwise,
+                mistakes=lambda: _named(
                     "rotary", unrotated=x.double(), sign=_rotate(x, positions, base, sign=-1.0), **{
                         k: _rotate(x, positions, base, **{k: True}) for k in (
                             "interleaved", "repeat_interleave", "half_exponent")},
@@ -280,11 +283,12 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
         shown, what = HIDDEN not in what, what + ("" if HIDDEN in what else f" with d_head={d}")
         expected = reference_rotary_score(q, k, m, n)
         got = _number(_by_hand(fn, what, q.clone(), k.clone(), m, n), what)
-        compare(got, expected, what=what, shown=shown, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4), mistakes=lambda: _named(
+        compare(got, expected, what=what, shown=shown, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4),
+                otherwise=lambda g, e: HINTS["rotary_score"]["other"], mistakes=lambda: _named(
             "rotary_score", no_scale=expected * math.sqrt(d), by_d_head=expected / math.sqrt(d),
             query_only=reference_rotary_score(q, k, m, 0), swapped=reference_rotary_score(q, k, n, m),
             same_position=reference_rotary_score(q, k, 0, 0)) | _fixed_scale(
-                "rotary_score", d, lambda c: expected * math.sqrt(d / c)), otherwise=lambda g, e: HINTS["rotary_score"]["other"])
+                "rotary_score", d, lambda c: expected * math.sqrt(d / c)))
         for shift in (1, 7, 100):
             moved = _number(_by_hand(fn, what, q.clone(), k.clone(), m + shift, n + shift), what)
             by = f"by {shift}" if shown else "by the same amount"  # m + shift: a hidden position
@@ -474,7 +478,8 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
                               unasked_mask=att(is_causal=True)))) | _fixed_scale(
                 "tiled", d, lambda c: att(is_causal=causal, scale=c ** -0.5))
         compare(got, expected, what=what, shown=HIDDEN not in what, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4),
-                tensor=True, shape_words="the shape of the input", mistakes=mistakes, otherwise=lambda g, e: words["other"])
+                tensor=True, shape_words="the shape of the input", mistakes=mistakes,
+                otherwise=lambda g, e: words["other"])
     q, k, v = tiled_case(dict(shape=(1, 1, memory_n, 32), seed=99))
     for causal in (False, True):
         mem = measure_peak_extra_memory(fn, q, k, v, causal=causal, block=64)
