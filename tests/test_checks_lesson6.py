@@ -222,7 +222,7 @@ def test_gqa_repeat_is_caught_only_where_groups_and_kv_heads_are_both_above_one(
 def test_gqa_shape_and_type_errors():
     msg = fails(L6.check_gqa, lambda q, k, v: gqa_right(q, k, v)[:, ::4])
     assert "one output per key/value head" in msg
-    assert "return a tensor" in fails(L6.check_gqa, lambda q, k, v: gqa_right(q, k, v).tolist())
+    assert "expected a torch tensor, got list" in fails(L6.check_gqa, lambda q, k, v: gqa_right(q, k, v).tolist())
     msg = fails(L6.check_gqa, lambda q, k, v: gqa_right(q, k, v) + 1e-2)
     assert "differs from torch's grouped-query attention" in msg
 

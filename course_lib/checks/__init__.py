@@ -203,15 +203,6 @@ def check_close(got, expected, *, what: str, rtol: float = 1e-5, atol: float = 1
                       "of its values are off")
 
 
-def confirm_close(got, expected, *, what: str, rtol: float = 1e-4, atol: float = 1e-5) -> None:
-    """For a check that compared ``got`` with ``expected`` itself (to name a mistake first)
-    and found it within ``atol + rtol·|expected|``: :func:`check_close` again, so the grader
-    sees the value.  The grader compares the learner's values with the model answer's, not with
-    ``expected``, and both lie within the tolerance of ``expected``: the record carries twice
-    it."""
-    check_close(got, expected, what=what, rtol=2 * rtol, atol=2 * atol)
-
-
 def check_equal(got, expected, *, what: str) -> None:
     """Pass if ``got`` equals ``expected`` exactly, compared as plain data (tuples as lists,
     numpy/torch scalars as numbers: :func:`course_lib.checks.records.json_safe`), else raise
