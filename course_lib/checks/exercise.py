@@ -349,9 +349,6 @@ class Exercise(Check):
     dict; the case itself still names the input (:class:`Inputs`)."""
     explain_errors: bool = False
     """Whether an error ``fn`` raises on a shown input is one line naming it too (:func:`call`)."""
-    whole: Callable[[Any, str], None] | None = None
-    """Optional: run on each right ``integer`` part, ``whole(value, what)`` (e.g. to refuse a
-    float where an ``int`` is asked for)."""
 
     def unpack(self, result, label: str):
         if self.returns is None:
@@ -387,8 +384,7 @@ class Exercise(Check):
         args = self.prepare(args) if self.prepare else args
         result = self.unpack(call(fn, label, *(args.values() if positional else ()), shown=shown,
                                   shortcuts=self.shortcuts, c_functions=self.c_functions,
-                                  explain_errors=self.explain_errors,
-                                  **({} if positional else args)), label)
+                                  explain_errors=self.explain_errors, **({} if positional else args)), label)
         ref = {**args, **self.reference(args)}
         for part in self.parts:
             got = result if part.index is None else result[part.index]
@@ -402,8 +398,6 @@ class Exercise(Check):
                 else:
                     check_value(got, want, what=what, rel=part.rel, integer=part.integer,
                                 mistakes=mistakes)
-            if part.integer and self.whole:
-                self.whole(got, what)
 
 
 # --- shared words and names for lessons' checks ------------------------------------------------

@@ -22,7 +22,7 @@ from ..profiling import measure_peak_extra_memory
 from ..shapes import gpt2_shape
 from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
-from . import CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, own_work, watch_calls
+from . import CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, watch_calls
 from .exercise import (HIDDEN, RANDOM_TAG, Question, blames, call, close, compare, every,  # noqa: F401 - tests
                        label, merged)
 from .hints import load as _load_hints, words
@@ -129,12 +129,13 @@ def _by_hand(fn, what: str, *args, fused_ok: bool = True, **kwargs):
 
 
 def _counts(fn, cases, visible, name: str, order: Sequence[str], parts: Callable, keys=()) -> None:
-    """A count: on each case, the learner's own ``fn(*case[order])`` (a dict with ``keys`` if any), each of
-    ``parts(*case[order])`` = ``{key or None: (right value, rel, {words: wrong value}, *builds on)}`` checked."""
+    """A count: on each case, the learner's own ``fn(*case[order])`` (:func:`~.exercise.call`: an error on a hidden
+    input with its numbers withheld; a dict with ``keys`` if any), each of ``parts(*case[order])`` = ``{key or None:
+    (right value, rel, {words: wrong value}, *builds on)}`` checked."""
     for case in cases:
         args = case if isinstance(case, Mapping) else {order[0]: case}
         what, values = _what(name, case, visible, args), [args[k] for k in order]
-        got = own_work(fn, *values)
+        got = call(fn, what, *values, shown=HIDDEN not in what)
         if keys and (not isinstance(got, Mapping) or any(k not in got for k in keys)):
             raise CheckFailed(f"{what}: {HINTS[name]['keys']}, got {type(got).__name__} {got!r:.80}")
         for key, (right, rel, wrong, *on) in parts(*values).items():
