@@ -280,9 +280,6 @@ class Part:
     suffix: str = ""
     """Optional: how a message names this part after the call's label on any input, shown or
     hidden (``"[0], the ridge point"``); default: :func:`part_label`'s."""
-    close: tuple[float, float] | None = None
-    """Optional: ``(rtol, atol)`` to compare an array with :func:`compare` (its mistakes are
-    arrays; ``rel`` and ``integer`` unused) rather than a number with :func:`check_value`."""
 
 
 class Check:
@@ -343,10 +340,6 @@ class Exercise(Check):
     positional: bool = False
     """Whether ``fn`` gets a case's values positionally, in the case's order (so its
     parameters may have any names), rather than as keywords."""
-    prepare: Callable[[Mapping], Mapping] | None = None
-    """Optional: the arguments built from a case (``{name: value}``, e.g. a card's name read as
-    its shape, or seeded tensors), passed to ``fn`` positionally and merged into the reference's
-    dict; the case itself still names the input (:class:`Inputs`)."""
     explain_errors: bool = False
     """Whether an error ``fn`` raises on a shown input is one line naming it too (:func:`call`)."""
 
@@ -380,8 +373,7 @@ class Exercise(Check):
 
     def check_one(self, fn, args: Mapping) -> None:
         label = self.inputs.label(self.name, args)
-        shown, positional = HIDDEN not in label, self.positional or self.prepare is not None
-        args = self.prepare(args) if self.prepare else args
+        shown, positional = HIDDEN not in label, self.positional
         result = self.unpack(call(fn, label, *(args.values() if positional else ()), shown=shown,
                                   shortcuts=self.shortcuts, c_functions=self.c_functions,
                                   explain_errors=self.explain_errors, **({} if positional else args)), label)
@@ -392,12 +384,7 @@ class Exercise(Check):
             what = label + part.suffix if part.suffix else part_label(label, part.index, part.name)
             mistakes = part.mistakes(ref) if part.mistakes else None
             with builds_on(*part.builds_on) if part.builds_on else nullcontext():
-                if part.close:
-                    compare(got, want, what=what, shown=shown, rtol=part.close[0],
-                            atol=part.close[1], mistakes=mistakes)
-                else:
-                    check_value(got, want, what=what, rel=part.rel, integer=part.integer,
-                                mistakes=mistakes)
+                check_value(got, want, what=what, rel=part.rel, integer=part.integer, mistakes=mistakes)
 
 
 # --- shared words and names for lessons' checks ------------------------------------------------
