@@ -22,8 +22,14 @@ def test_every_hint_is_words_and_used(path):
     module = CHECKS / f"{path.stem}.py"
     assert module.is_file(), f"{path.name} has no checks module {module.name}"
     source = module.read_text()
-    table = hints.load(path.stem)
+    table = dict(hints.load(path.stem))  # a copy: load is cached
     unused = []
+    options = table.pop("options", {})  # a question's options, each table read whole by its name
+    for name, words in options.items():
+        assert isinstance(words, dict) and words, f"[options.{name}] in {path.name} is not a table of options"
+        assert all(isinstance(text, str) and len(text.split()) >= 3 for text in words.values()), name
+        if not re.search(rf"""["']{re.escape(name)}["']""", source):
+            unused.append(f"options.{name}")
     for exercise, words in table.items():
         assert isinstance(words, dict) and words, f"[{exercise}] in {path.name} is not a table of hints"
         for key, text in words.items():

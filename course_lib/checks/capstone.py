@@ -90,23 +90,8 @@ BERT_CONFIG = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidd
 """bert-base-uncased's sizes: an encoder, not one of :data:`FAMILIES`."""
 RECAP_LESSONS = ("The shape of a transformer", "Attention", "The block", "Position and context",
                  "Generation and the KV cache", "Variants and the model card")
-"""The module's six lessons, numbered 1 to 6; the recap table's ideas and questions, shuffled:"""
-RECAP_IDEAS = {
-    "A": "Keys and values are kept, so memory per request sets how many fit",
-    "B": "Heads and feed-forward layers write notes into a shared stream, and the feed-forward "
-         "layer holds two thirds of the weights",
-    "C": "Five numbers on a spec sheet give parameters, memory and compute",
-    "D": "Total parameters set memory, active parameters set compute, and key and value heads "
-         "set the cache",
-    "E": "Each token blends the values of the tokens it matches",
-    "F": "Order must be added, and attention cost grows with the square of the length"}
-RECAP_QUESTIONS = {
-    "P": "What do latency, cost and accuracy look like at our longest input?",
-    "Q": "What are total and active parameters and cache per token for each candidate?",
-    "R": "For our failures on long inputs, was the information missing or ignored?",
-    "S": "How many requests fit beside the weights at our context length?",
-    "T": "What are the layers, width, heads, vocabulary and context, and what do they cost?",
-    "U": "Where was this model compressed, and what did we test?"}
+"""The module's six lessons, numbered 1 to 6; the recap table's ideas and questions, shuffled (hints/capstone.toml):"""
+RECAP_IDEAS, RECAP_QUESTIONS = HINTS["options"]["recap_ideas"], HINTS["options"]["recap_questions"]
 RECAP_SEALS = {n: (SEALED[f"capstone/recap/{n}/idea"], SEALED[f"capstone/recap/{n}/question"])
                for n in range(1, 7)}
 """Lesson -> sealed (idea letter, question letter), with the usual confusions' hints."""

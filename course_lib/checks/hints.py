@@ -9,7 +9,10 @@ words live in the assignment's TOML file, one table per exercise, one key per mi
 
 and the module reads them with ``HINTS = load("lesson2")``, ``HINTS["attention"]["no_scale"]``.
 A text may hold ``str.format`` fields (``{d_head}``) that the check fills in.  Every key is used
-by its module: tests/test_hints.py finds each one, quoted, in the module's source.
+by its module: tests/test_hints.py finds each one, quoted, in the module's source.  The options
+of a question, which the notebook prints in order, are tables under ``options``
+(``[options.tys1_options]``, ``a = "..."``), each read whole by its module
+(``HINTS["options"]["tys1_options"]``).
 """
 from __future__ import annotations
 

@@ -388,8 +388,7 @@ def check_in_context_score(fn, cases: Sequence[Mapping] = (*CONTEXT_CASES, *RAND
 # Salted hashes of the right forms and of the usual mistakes' (course_lib.checks.sealed): regenerate them
 # with ``python -m course_tools.seal``.
 
-LETTERS = ("a", "b", "c", "d", "e")
-QKV_OPTIONS, SCALE_REASONS, MASK_DOES, WITHOUT_MASK = ({x: HINTS[t][x] for x in LETTERS if x in HINTS[t]} for t in (
+QKV_OPTIONS, SCALE_REASONS, MASK_DOES, WITHOUT_MASK = (HINTS["options"][t] for t in (
     "tys1_options", "tys2_options", "tys3_mask_does", "tys3_without"))
 """The options of test-yourself questions 1 (what query, key and value are), 2 (why the scale) and 3 (what the
 mask does, what goes wrong without it), as the notebook prints them: words of hints/lesson2.toml."""

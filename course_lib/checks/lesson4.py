@@ -82,15 +82,8 @@ TILED_CASES = (dict(shape=(1, 2, 40, 8), causal=False, block=16, seed=0),
 RECAP_CASES = (dict(d_model=768, n_layers=12, n_heads=12, n_tokens=1024), RANDOM_CASES["longest_input"])
 CROSSOVER_D_MODELS = (768, RANDOM_CASES["crossover"])
 
-VENDOR_QUESTIONS = dict(
-    a="What are latency and cost per request with an input of 128,000 tokens?",
-    b="How accurate is it at 128,000 tokens when the fact it needs sits at the start, in the middle, or at the end of the "
-      "input?", c="Was it trained at 128,000 tokens, or trained shorter and extended afterwards?",
-    d="Does the serving stack use tiled attention (FlashAttention or similar), or does it build the full score matrix?",
-    e="How many parameters does the model have in its embedding table?", f="How fast is it on a 200-token prompt?",
-    g="Does it use LayerNorm or RMSNorm?",
-    h="How accurate is it at 128,000 tokens when the fact it needs is always at the end?")
-"""The list the vendor test-yourself question picks from (letter -> question)."""
+VENDOR_QUESTIONS = HINTS["options"]["vendor_questions"]
+"""The list the vendor test-yourself question picks from (letter -> question; hints/lesson4.toml)."""
 
 
 # --- the shared steps of this lesson's checks ----------------------------------------------------
