@@ -875,3 +875,13 @@ def test_fused_attention_is_named_even_when_the_answer_then_fails():
         raise RuntimeError("my tiles are not done")
 
     assert "calls torch's scaled_dot_product_attention" in fails(L4.check_tiled_attention, fused_then_broken)
+
+
+def test_commutes_names_its_input_on_an_error():
+    """commutes_with_permutation's answer runs through exercise.call too: its error is one line naming the input
+    (it went on as a traceback before)."""
+    def broken(block, x, perm):
+        return bool((block(x[:, perm]) - block(x)[perm]).abs().max() < 1e-4)  # indexes the batch: IndexError
+
+    msg = fails(L4.check_commutes, broken)
+    assert msg.startswith("commutes_with_permutation(d_model=32") and "raised IndexError" in msg

@@ -168,7 +168,7 @@ def check_commutes(fn, cases: Sequence[Mapping] = PERMUTATION_CASES) -> None:
         expected = diff < 1e-4
         if expected != (not case["causal"] and not rotary):  # the check's own premise failed
             raise RuntimeError(f"{what}: max difference {diff:.2e} contradicts the block's kind")
-        got = fn(block, x.clone(), perm.clone())
+        got = call(fn, what, block, x.clone(), perm.clone(), shown=HIDDEN not in what, explain_errors=True)
         if not isinstance(got, bool):
             raise CheckFailed(f"{what}: {HINTS['commutes']['not_bool']}, got {type(got).__name__} {got!r:.60}")
         if bool(got) != expected:
