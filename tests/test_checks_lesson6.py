@@ -854,17 +854,19 @@ def _gqa_step(mask_from=1, divide=math.sqrt, dim=-1):
         k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
         n = q.shape[-2]
         scores = q @ k.transpose(-2, -1) / divide(q.shape[-1])
-        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(mask_from), float("-inf"))
+        ones = torch.ones(n, n, dtype=torch.bool)
+        scores = scores.masked_fill(ones.tril(-1) if mask_from == "tril(-1)" else ones.triu(mask_from), float("-inf"))
         return scores.softmax(dim) @ v
     return fn
 
 
 @pytest.mark.parametrize("fn, phrase", [
     (_gqa_step(mask_from=0), "hidden from itself too"),
+    (_gqa_step(mask_from="tril(-1)"), "the mask is the wrong way round"),  # the newcomer trial's
     (_gqa_step(divide=lambda d: d), "divided by d_head"),
     (_gqa_step(dim=-2), "softmax runs over the queries"),
     (lambda q, k, v: _gqa_step()(q, k, v) * float("nan"), "NaN"),
-], ids=["diagonal", "d_head", "dim", "nan"])
+], ids=["diagonal", "earlier", "d_head", "dim", "nan"])
 def test_gqa_attention_slips_are_named(fn, phrase):
     assert phrase in fails(L6.check_gqa, fn)
 

@@ -131,12 +131,14 @@ def gqa_inputs(batch: int, n_heads: int, n_kv_heads: int, pos: int, d_head: int,
 
 
 def _attend(q, k, v, causal=True, scale=True, dim=-1):
-    """Plain attention over already-matched heads (the mistakes' outputs): ``causal`` True, False
-    or "diagonal" (each token hidden from itself too), ``scale`` True, False or "d_head"."""
+    """Plain attention over already-matched heads (the mistakes' outputs): ``causal`` True, False,
+    "diagonal" (each token hidden from itself too) or "earlier" (the earlier tokens hidden, the later
+    seen: the mask the wrong way round), ``scale`` True, False or "d_head"."""
     import torch
     d, n = q.shape[-1], q.shape[-2]
     scores = q @ k.transpose(-2, -1) / {True: math.sqrt(d), False: 1, "d_head": d}[scale]
-    mask = torch.ones(n, n, dtype=torch.bool).triu({"diagonal": 0, True: 1, False: n}[causal])
+    ones = torch.ones(n, n, dtype=torch.bool)
+    mask = ones.tril(-1) if causal == "earlier" else ones.triu({"diagonal": 0, True: 1, False: n}[causal])
     return scores.masked_fill(mask, float("-inf")).softmax(dim) @ v
 
 
@@ -182,7 +184,8 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
                 by=float((got - e).abs().max())), mistakes=lambda: _hints(
                 "gqa", repeat=_attend(q, k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)),
                 no_mask=_attend(q, ki, vi, causal=False), no_scale=_attend(q, ki, vi, scale=False),
-                diagonal=_attend(q, ki, vi, causal="diagonal"), scale_d_head=_attend(q, ki, vi, scale="d_head"),
+                diagonal=_attend(q, ki, vi, causal="diagonal"), earlier=_attend(q, ki, vi, causal="earlier"),
+                scale_d_head=_attend(q, ki, vi, scale="d_head"),
                 softmax_dim=_attend(q, ki, vi, dim=-2), head0=_attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
                 swapped=_attend(q, vi, ki)))
 
