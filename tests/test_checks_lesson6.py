@@ -249,7 +249,7 @@ KV_MISTAKES = [
     (lambda s, b: 2 * s.n_kv_heads * s.d_head * b, "Meta-Llama-3-8B", "one layer's cache"),
     (lambda s, b: 2 * s.n_layers * s.n_kv_heads * s.d_head, "Meta-Llama-3-8B", "numbers instead of bytes"),
     (lambda s, b: 16 * s.n_layers * s.n_kv_heads * s.d_head * b, "Meta-Llama-3-8B", "bits"),
-    (lambda s, b: 2 * s.n_layers * s.d_model * b, "Meta-Llama-3-8B", "lesson 1's cache"),
+    (lambda s, b: 2 * s.n_layers * s.d_model * b, "Meta-Llama-3-8B", "lesson 1's count"),
     (lambda s, b: 2 * s.n_layers * s.n_kv_heads * (s.d_model // s.n_heads) * b, "gemma-2-9b",
      "d_head is not d_model / n_heads"),
 ]
