@@ -12,6 +12,7 @@ the grader as before: lesson 1 run as a learner would, in a real kernel.
 """
 from __future__ import annotations
 
+import linecache
 import re
 from pathlib import Path
 
@@ -232,3 +233,29 @@ def test_a_visible_call_with_answers_by_keyword_says_passed(assignment, check, m
         tutor.table()[assignment]["checks"][check]["label"]], call
     tutor._state["passed"] = []
     assert len(KEYWORD_CALLS) >= 3
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_blank_answer_cell_names_its_exercise(assignment, monkeypatch):
+    """Each answer cell of the release, run as it is given (its stub raises NotImplementedError), says which
+    exercise is not answered yet and what to write, never only the generic 'this answer is not written yet'."""
+    monkeypatch.setitem(tutor._state, "lesson", assignment)
+    nb = nbformat.read(REPO / "notebooks" / assignment / f"{assignment}.ipynb", as_version=4)
+    generic = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if not meta.get("solution") or cell.cell_type != "code":
+            continue
+        lines = [line for line in cell.source.splitlines() if not line.startswith(("import ", "from "))]
+        at_top = "\n".join(line for line in lines if not line.startswith((" ", "\t", "def ", "@")) or line == "")
+        if "raise NotImplementedError()" not in at_top:
+            continue  # a function's stub: named by the function (test_only_a_stub_or_an_answers_name_is_not_answered)
+        filename = f"/tmp/ipykernel_0/{meta['grade_id']}.py"  # how a cell's frames are named in a kernel
+        monkeypatch.setitem(linecache.cache, filename, (len(cell.source), None, cell.source.splitlines(True), filename))
+        with pytest.raises(NotImplementedError) as e:
+            exec(compile("\n".join(lines), filename, "exec"), {})  # noqa: S102
+        message = not_answered(e.value)
+        labels = set(tutor.table()[assignment]["answers"].values())
+        if not message or not any(message.startswith(f"{label} is not answered yet: set ") for label in labels):
+            generic.append((meta["grade_id"], message))
+    assert not generic, generic

@@ -123,9 +123,12 @@ def not_answered(value: BaseException, tb=None) -> str | None:
         label = label_of(code.co_name)
         return (f"{label} is not answered yet: write {code.co_name} above" if label
                 else f"{code.co_name} is not answered yet: write it above")
-    # An answer cell itself (a test-yourself question): name what the cell should set.
+    # An answer cell itself (a test-yourself question): name what the cell should set, as its comments
+    # write it (``# name = ...`` or `name`), not a function the cell defines.
     source = "".join(linecache.getlines(code.co_filename))
-    names = [n for n in re.findall(r"`(\w+)`", source) if label_of(n)]
+    set_here = [n for line in source.splitlines() if line.lstrip().startswith("#") and "=" in line
+                for n in re.findall(r"\w+", line.lstrip("# ").split("=")[0])]
+    names = [n for n in [*re.findall(r"`(\w+)`", source), *set_here] if label_of(n)]
     if names:
         return (f"{label_of(names[0])} is not answered yet: set "
                 f"{', '.join(dict.fromkeys(names))} in place of raise NotImplementedError()")
