@@ -169,7 +169,7 @@ def test_rotary_reference_is_offset_only_and_independent():
 @pytest.mark.parametrize("fn, phrase", [
     (lambda b, x, p: torch.allclose(b(x[:, p]), b(x)[:, torch.argsort(p)], atol=1e-5), "not its inverse"),
     (lambda b, x, p: torch.equal(b(x[:, p]), b(x)[:, p]), "tolerance"),
-    (lambda b, x, p: torch.allclose(b(x[:, p]), b(x), atol=1e-5), "same perm on both sides"),
+    (lambda b, x, p: torch.allclose(b(x[:, p]), b(x), atol=1e-5), "the outputs are permuted too"),
     (lambda b, x, p: torch.allclose(b(x[:, p]), b(x)[:, p], atol=10.0), "causal mask"),
     (lambda b, x, p: True, "causal mask"),
 ], ids=["inverse", "exact", "output-not-permuted", "loose", "always-true"])
