@@ -19,7 +19,6 @@ Answers the notebook must not reveal (test-yourself questions) are stored sealed
 from __future__ import annotations
 
 import math
-import numbers
 import os
 import re
 import sys
@@ -30,7 +29,7 @@ from typing import Callable, Mapping, Sequence
 import course_lib
 
 from . import records as _records
-from .sealed import Sealed, judge as _judge
+from .sealed import Sealed, is_number, judge as _judge
 from .tutor import NotAnswered, announce, if_answered, not_answered, waiting_for
 
 
@@ -56,13 +55,8 @@ COUNTER_MODULES = ("params.py", "memory.py", "flops.py")
 function may not call them (it must build the count)."""
 
 
-def _is_number(x) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) or (
-        hasattr(x, "item") and getattr(x, "ndim", 1) == 0)
-
-
 def _as_number(x, what: str):
-    if not _is_number(x):
+    if not is_number(x):
         raise CheckFailed(f"{what}: expected a number, got {type(x).__name__} {x!r:.60}")
     x = x.item() if hasattr(x, "item") else x
     if isinstance(x, float) and not math.isfinite(x):
