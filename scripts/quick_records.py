@@ -72,16 +72,15 @@ def main(argv=None) -> int:
         jobs[f"wrong-{i}"] = wrong_answers.wrong_submission(solution, batch)
     if args.only:
         jobs = {args.only: jobs[args.only]}
-    tmp = Path(tempfile.mkdtemp(prefix=f"quick-{name}-"))
+    with tempfile.TemporaryDirectory(prefix=f"quick-{name}-") as tmp:
+        def one(item):
+            key, nb = item
+            d = Path(tmp) / key
+            d.mkdir()
+            return key, _run(nb, d, name)
 
-    def one(item):
-        key, nb = item
-        d = tmp / key
-        d.mkdir()
-        return key, _run(nb, d, name)
-
-    with ThreadPoolExecutor(args.jobs) as pool:
-        results = dict(pool.map(one, jobs.items()))
+        with ThreadPoolExecutor(args.jobs) as pool:
+            results = dict(pool.map(one, jobs.items()))
     pairs = []  # (where, cell now, saved cell)
     for key, cells in results.items():
         if key == "solution":
