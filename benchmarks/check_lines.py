@@ -5,6 +5,8 @@ Method: every ``*.py`` file under ``course_lib/checks/`` is read; ``lines`` is i
 Graded cells are the cells of ``solutions/*/*.ipynb`` whose nbgrader metadata has
 ``grade: true``.  Data files (``sealed_answers/*.json``, ``hints/*.toml``, ``exercises.json``)
 are not Python and are listed apart.  The bar is the ``lines`` column's total per graded cell.
+The notebook's tutor (``course_lib/tutor.py``: how a failure looks in IPython) is not a check and
+lives outside ``checks/``; it is listed apart too, with the figure it would give counted in.
 """
 from __future__ import annotations
 
@@ -42,6 +44,9 @@ def main() -> None:
     n_cells = sum(cells.values())
     print(f"| **all** | **{total:,}** | **{code:,}** | **{n_cells}** |\n")
     print(f"lines per graded cell: {total / n_cells:.1f} (code only: {code / n_cells:.1f}); bar: 45")
+    tutor = counts(ROOT / "course_lib" / "tutor.py")[0]
+    print(f"course_lib/tutor.py, not a check: {tutor:,} lines (counted in: {(total + tutor) / n_cells:.1f} "
+          "per graded cell)")
     data = [p for p in CHECKS.rglob("*") if p.suffix in (".json", ".toml")]
     print(f"data files beside them: {len(data)} files, "
           f"{sum(len(p.read_text().splitlines()) for p in data):,} lines")

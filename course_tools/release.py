@@ -48,7 +48,7 @@ so that JupyterLab, which writes the kernel's ``language_info`` into a notebook 
 nothing to change (only the patch level of ``version`` may differ)."""
 
 EXERCISES = REPO_ROOT / "course_lib" / "checks" / "exercises.json"
-"""Where :func:`exercise_table` is written (read by ``course_lib.checks.tutor``)."""
+"""Where :func:`exercise_table` is written (read by ``course_lib.tutor``)."""
 
 _HEADING = re.compile(r"^(#{2,3}) (.*)$")
 _EXERCISE = re.compile(r"^Exercise (\d+)\b")

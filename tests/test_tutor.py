@@ -1,4 +1,4 @@
-"""The checks speak in one line in a notebook (course_lib.checks.tutor), and say the same to
+"""The checks speak in one line in a notebook (course_lib.tutor), and say the same to
 the grader as before: lesson 1 run as a learner would, in a real kernel.
 
 * blank, Run All's first error is the first test cell, whose whole traceback is one line
@@ -20,7 +20,8 @@ import nbclient
 import nbformat
 import pytest
 
-from course_lib.checks import CheckFailed, not_answered, tutor
+from course_lib import tutor
+from course_lib.checks import CheckFailed, not_answered
 from course_tools.release import exercise_table
 
 REPO = Path(__file__).resolve().parents[1]

@@ -30,21 +30,21 @@ import course_lib
 
 from . import records as _records
 from .sealed import Sealed, is_number, judge as _judge
-from .tutor import NotAnswered, announce, if_answered, not_answered, waiting_for
+from ..tutor import NotAnswered, announce, if_answered, not_answered, waiting_for
 
 
 class CheckFailed(AssertionError):
     """A learner's answer is wrong; the message is the feedback.
 
     In a notebook it shows as one line, the exercise and the message, not as a traceback
-    (IPython calls ``_render_traceback_``; :mod:`course_lib.checks.tutor`).  Its type and
+    (IPython calls ``_render_traceback_``; :mod:`course_lib.tutor`).  Its type and
     message, which nbgrader and the grader's feedback read, are those raised."""
 
     exercise: str | None = None
     """The exercise whose check failed (``"Exercise 1"``), set by :func:`tutor.announce`."""
 
     def _render_traceback_(self) -> list[str]:
-        from .tutor import RED, RESET
+        from ..tutor import RED, RESET
         lead = f"{self.exercise}: " if self.exercise else ""
         return [f"{RED}✗ {lead}{self}{RESET}"]
 
@@ -70,10 +70,8 @@ is within 1.16× of the ratio)."""
 
 
 def about(ratio: float) -> str:
-    """A ratio > 1 in words a learner can trust: ``"by about 4%"`` (``"by less than 1%"``)
-    below 1.1, else ``"by a
-    factor of about k"``, k rounded in log scale to the nearest of :data:`_LADDER` times a power
-    of ten (so k is within a factor 1.16 of the ratio)."""
+    """A ratio > 1 in words a learner can trust: ``"by about 4%"`` (``"by less than 1%"``) below 1.1, else
+    ``"by a factor of about k"``, k the nearest in log scale of :data:`_LADDER` times a power of ten."""
     if ratio < 1.1:
         return _percent(ratio - 1)
     power = 10 ** math.floor(math.log10(ratio))
@@ -92,12 +90,10 @@ def size_words(got: float, expected: float) -> str:
         return "you returned 0"
     if (got > 0) != (expected > 0):
         return "its sign is wrong"
-    ratio = got / expected
-    side = "too large" if ratio > 1 else "too small"
-    if ratio < 1:  # a shortfall reads as a percentage of the answer, a factor beyond 10 %
-        return (f"it is too small {about(1 / ratio)}" if ratio < 1 / 1.1 else
-                f"it is too small {_percent(1 - ratio)}")
-    return f"it is {side} {about(ratio)}"
+    ratio = got / expected  # a shortfall reads as a percentage of the answer, a factor beyond 10 %
+    if ratio > 1:
+        return f"it is too large {about(ratio)}"
+    return f"it is too small {about(1 / ratio) if ratio < 1 / 1.1 else _percent(1 - ratio)}"
 
 
 def _percent(x: float) -> str:
@@ -170,13 +166,10 @@ def check_close(got, expected, *, what: str, rtol: float = 1e-5, atol: float = 1
     import numpy as np
 
     def as_array(x, name):
-        if hasattr(x, "detach"):
-            x = x.detach().cpu()
         try:
-            a = np.asarray(x, dtype=float)
+            return np.asarray(x.detach().cpu() if hasattr(x, "detach") else x, dtype=float)
         except (TypeError, ValueError):
             raise CheckFailed(f"{name}: expected an array of numbers, got {type(x).__name__}") from None
-        return a
 
     a, e = as_array(got, what), as_array(expected, "expected")
     step = max(1, -(-a.size // _records.MAX_VALUES))

@@ -460,6 +460,6 @@ def check_recap(answer) -> None:
             check_sealed(pairs[lesson][i], RECAP_SEALS[lesson][i])
 
 
-from .tutor import announce as _announce  # noqa: E402
+from ..tutor import announce as _announce  # noqa: E402
 
-_announce(globals(), "capstone")  # one-line pass and fail messages in a notebook (checks.tutor)
+_announce(globals(), "capstone")  # one-line pass and fail messages in a notebook (course_lib.tutor)

@@ -13,11 +13,9 @@ format of :mod:`course_lib.checks.records`.
         reference=lambda a: {"total": count_params(shape(**a)).total},
         parts=[Part(expected="total", integer=True, mistakes=gpt2_mistakes)])
 
-Inputs.  A *shown* input is one the notebook's visible test passes: a message may name its
-values.  A *random* one is drawn at run time from a seeded generator (the same on every run,
-so the grader's reference run tries it too) and labelled ``[random shape]``; the learner sees
-it, so it is shown as well.  Any other input comes from a hidden test and is described by its
-kind only (:func:`~course_lib.checks.on_hidden`): no values, shapes or names.
+A message names a *shown* input (the visible test's, or one drawn at run time from a seeded generator,
+labelled ``[random shape]``) by its values; a hidden test's only by its kind
+(:func:`~course_lib.checks.on_hidden`).
 """
 from __future__ import annotations
 
@@ -78,20 +76,14 @@ def call(fn: Callable, label: str, *args, shown: bool = True, shortcuts: Mapping
          forbidden: Mapping[Callable, str] | None = None, advice: str = "",
          refuse: Sequence[tuple[Callable, str]] = (), **kwargs):
     """``fn(*args, **kwargs)``, the learner's own work (:func:`~course_lib.checks.own_work`), or
-    :class:`CheckFailed`:
-
-    * if it calls course_lib's counters, or a shortcut that holds this answer: ``shortcuts`` is
-      ``{file in course_lib/: function names or None}``, ``c_functions`` names of torch's C
-      functions (its fused kernels);
-    * if it calls one of the Python functions ``forbidden`` (``{function: how to name it}``,
-      e.g. a method that does the exercise): ``"fn calls NAME: advice"``;
-    * if a watch of ``refuse`` (``(watch, words)``, see :func:`~course_lib.checks.own_work`) saw a call;
-    * if it raises on a hidden input (``shown=False``): the message names the input by its
-      kind (``label``) and the error with its numbers withheld, since a shape in an error
-      would name the hidden sizes.  On a shown input the learner's own exception goes on as
-      it is (the notebook shows the learner's frames only: :mod:`~course_lib.checks.tutor`),
-      unless ``explain_errors`` asks for the same one-line message there too.  A CheckFailed
-      or NotImplementedError (an answer not written yet) always passes through unchanged."""
+    :class:`CheckFailed` if it calls course_lib's counters, a shortcut that holds this answer (``shortcuts``:
+    ``{file in course_lib/: function names or None}``; ``c_functions``: torch's fused kernels), one of the
+    Python functions ``forbidden`` (``{function: its name}``: ``"fn calls NAME: advice"``) or what a watch of
+    ``refuse`` sees; or if it raises on a hidden input (``shown=False``): one line naming the input by its kind
+    (``label``) and the error with its numbers withheld (a shape would name the hidden sizes).  On a shown
+    input the learner's own exception goes on as it is (the notebook shows their frames only), unless
+    ``explain_errors`` asks for the one line there too.  CheckFailed and NotImplementedError (an answer not
+    written yet) pass through unchanged."""
     codes = {inspect.unwrap(f).__code__: name for f, name in (forbidden or {}).items()}
     try:
         return own_work(fn, *args, refuse=(
@@ -284,7 +276,7 @@ class Part:
 
 class Check:
     """A declared check: a lesson module's ``check_*`` object that the notebook calls
-    (:func:`~course_lib.checks.tutor.announce` gives it one-line messages)."""
+    (:func:`~course_lib.tutor.announce` gives it one-line messages)."""
 
 
 @dataclass(frozen=True)
@@ -395,9 +387,7 @@ def dtype_name(bytes_per_number) -> str:
     ValueError for another number."""
     from ..units import DTYPE_BYTES
 
-    names: dict = {}
-    for name, size in DTYPE_BYTES.items():
-        names.setdefault(size, name)
+    names = {size: name for name, size in reversed(DTYPE_BYTES.items())}  # the first name of a size
     if bytes_per_number not in names:
         raise ValueError(f"bytes_per_number={bytes_per_number!r} is not one of {sorted(names)}")
     return names[bytes_per_number]

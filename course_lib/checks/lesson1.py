@@ -210,6 +210,6 @@ check_spec_sheet_costs = Exercise(
 cache at n_ctx tokens, forward FLOPs (2 per multiply-add) of one token attending to n_ctx positions."""
 
 
-from .tutor import announce as _announce  # noqa: E402
+from ..tutor import announce as _announce  # noqa: E402
 
-_announce(globals(), "lesson1")  # one-line pass and fail messages in a notebook (checks.tutor)
+_announce(globals(), "lesson1")  # one-line pass and fail messages in a notebook (course_lib.tutor)

@@ -417,6 +417,6 @@ the scale (seed 0, 10,000 draws), sealed within five standard errors of a differ
 check_tys3 = Question([SEALED["lesson2/tys3_mask_does"], SEALED["lesson2/tys3_without"]])
 """Test-yourself 3: what the causal mask does, and what goes wrong without it."""
 
-from .tutor import announce as _announce  # noqa: E402
+from ..tutor import announce as _announce  # noqa: E402
 
-_announce(globals(), "lesson2")  # one-line pass and fail messages in a notebook (checks.tutor)
+_announce(globals(), "lesson2")  # one-line pass and fail messages in a notebook (course_lib.tutor)

@@ -482,6 +482,6 @@ def check_tys_long_tests(reason, eight_step_share) -> None:
     check_sealed(eight_step_share, TYS_LONG_SHARE)
 
 
-from .tutor import announce as _announce  # noqa: E402
+from ..tutor import announce as _announce  # noqa: E402
 
-_announce(globals(), "lesson3")  # one-line pass and fail messages in a notebook (checks.tutor)
+_announce(globals(), "lesson3")  # one-line pass and fail messages in a notebook (course_lib.tutor)

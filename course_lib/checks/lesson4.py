@@ -551,6 +551,6 @@ def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES, block_macs=N
                     _longest, RECAP_KEYS)
 
 
-from .tutor import announce as _announce  # noqa: E402
+from ..tutor import announce as _announce  # noqa: E402
 
-_announce(globals(), "lesson4")  # one-line pass and fail messages in a notebook (checks.tutor)
+_announce(globals(), "lesson4")  # one-line pass and fail messages in a notebook (course_lib.tutor)

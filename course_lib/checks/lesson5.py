@@ -280,6 +280,6 @@ check_recap = Question([SEALED["lesson5/recap_requests"], SEALED["lesson5/recap_
 """The recap (:data:`RECAP`): the requests that fit beside the weights, and whether decoding
 all of them in one batch is limited by "memory" or "compute" on the A100."""
 
-from .tutor import announce as _announce  # noqa: E402
+from ..tutor import announce as _announce  # noqa: E402
 
-_announce(globals(), "lesson5")  # one-line pass and fail messages in a notebook (checks.tutor)
+_announce(globals(), "lesson5")  # one-line pass and fail messages in a notebook (course_lib.tutor)

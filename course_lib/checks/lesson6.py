@@ -529,6 +529,6 @@ check_tys2 = Question((SEALED["lesson6/tys2_total_sets"], SEALED["lesson6/tys2_a
 """What total and what active parameters set: "memory" or "compute"."""
 
 
-from .tutor import announce as _announce  # noqa: E402
+from ..tutor import announce as _announce  # noqa: E402
 
-_announce(globals(), "lesson6")  # one-line pass and fail messages in a notebook (checks.tutor)
+_announce(globals(), "lesson6")  # one-line pass and fail messages in a notebook (course_lib.tutor)

@@ -183,34 +183,26 @@ def judge(sealed: Sealed, got) -> Verdict:
         if form not in sealed.choices:
             return Verdict(False, f"{what}: answer with one of "
                                   f"{', '.join(map(repr, sealed.choices))}, got {got!r:.60}")
-        h = digest(sealed.salt, form)
-        if h in sealed.right:
-            return Verdict(True, form=form)
-        said = f"{got!r:.60}"  # the answer as the learner wrote it, not its canonical form
-        for text, hashes in sealed.mistakes:
-            if h in hashes:
-                return Verdict(False, f"{what}: {said} is not right: {text}", text, form)
-        return Verdict(False, f"{what}: {said} is not right: "
-                              f"{sealed.hint or 'think again about what each option means'}",
-                       form=form)
-    if not is_number(got):
+        lead = f"{what}: {got!r:.60} is not right: "  # the answer as the learner wrote it, not its form
+    elif not is_number(got):
         return Verdict(False, f"{what}: expected a number, got {type(got).__name__} {got!r:.60}")
-    try:
-        form = canonical(got, sealed.digits)
-    except ValueError:
-        x = got.item() if hasattr(got, "item") else got
-        if not math.isfinite(float(x)):
-            return Verdict(False, f"{what}: got {x}, which is not a finite number")
-        return Verdict(False, f"{what}: expected a whole number, got {x!r}")
+    else:
+        try:
+            form, lead = canonical(got, sealed.digits), f"{what} is not right: "
+        except ValueError:
+            x = got.item() if hasattr(got, "item") else got
+            return Verdict(False, f"{what}: got {x}, which is not a finite number" if not math.isfinite(float(x))
+                           else f"{what}: expected a whole number, got {x!r}")
     h = digest(sealed.salt, form)
     if h in sealed.right:
         return Verdict(True, form=form)
     for text, hashes in sealed.mistakes:
         if h in hashes:
-            return Verdict(False, f"{what} is not right: {text}", text, form)
+            return Verdict(False, lead + text, text, form)
+    if sealed.kind == "choice":
+        return Verdict(False, lead + (sealed.hint or "think again about what each option means"), form=form)
     hint = _size_hint(sealed, float(form))
-    return Verdict(False, f"{what} is not right: {hint}{'' if hint.endswith(('.', '?', '!')) else '.'}",
-                   form=form)
+    return Verdict(False, f"{lead}{hint}{'' if hint.endswith(('.', '?', '!')) else '.'}", form=form)
 
 
 def _size_hint(sealed: Sealed, x: float) -> str:
@@ -267,17 +259,13 @@ def _bin_words(d: int) -> str:
     k = float(words.rsplit(" ", 1)[1].replace(",", ""))
     if k / 1.16 <= lo and hi <= 1.16 * k:  # true wherever in the bins the ratio lies
         return f"it is {side} {words}"
-    return f"it is {side} by a factor between {_down(lo)} and {_up(hi)}"
+    return f"it is {side} by a factor between {_rounded(lo, False)} and {_rounded(hi, True)}"
 
 
-def _down(x: float) -> str:
+def _rounded(x: float, up: bool) -> str:
+    """``x`` rounded up or down to two significant figures, written with commas."""
     p = 10 ** (math.floor(math.log10(x)) - 1)
-    return f"{math.floor(x / p) * p:,.{max(0, -round(math.log10(p)))}f}"
-
-
-def _up(x: float) -> str:
-    p = 10 ** (math.floor(math.log10(x)) - 1)
-    return f"{math.ceil(x / p) * p:,.{max(0, -round(math.log10(p)))}f}"
+    return f"{(math.ceil if up else math.floor)(x / p) * p:,.{max(0, -round(math.log10(p)))}f}"
 
 
 SEALED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sealed_answers")

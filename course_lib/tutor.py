@@ -18,7 +18,7 @@ Every other error shows IPython's usual traceback.  A check that passes prints o
 use an answer run inside :func:`if_answered`, which turns "not answered yet" into a printed
 note so that Run All goes on to the first test cell.
 
-Which exercise a name or a check belongs to is data: ``exercises.json`` beside this module,
+Which exercise a name or a check belongs to is data: ``checks/exercises.json``,
 written by ``make release`` from the notebooks in ``solutions/`` (course_tools/release.py).
 Outside IPython (tests, scripts) nothing here prints or changes anything.
 """
@@ -34,12 +34,12 @@ import types
 from contextlib import contextmanager
 from pathlib import Path
 
-TABLE_PATH = Path(__file__).with_name("exercises.json")
+TABLE_PATH = Path(__file__).with_name("checks") / "exercises.json"
 """``{assignment: {"answers": {name: label}, "checks": {check: {"label", "hidden"}}}}``."""
 
 RED, GREEN, RESET = "\x1b[31m", "\x1b[32m", "\x1b[0m"
 
-_LIB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LIB_DIR = os.path.dirname(os.path.abspath(__file__))
 _OTHER_DIRS = tuple({os.path.abspath(p) + os.sep for p in
                      (sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.__file__))})
 _state = {"lesson": None, "depth": 0}
@@ -153,7 +153,7 @@ def _learner_traceback(shell, etype, value, tb):
 def render(value: BaseException, tb=None, shell=None) -> list[str] | None:
     """How the handler shows ``value``: a list of lines (ANSI colours allowed), or None for
     IPython's usual traceback."""
-    from . import CheckFailed
+    from .checks import CheckFailed
 
     tb = tb if tb is not None else value.__traceback__
     if isinstance(value, CheckFailed):
@@ -229,8 +229,8 @@ def announce(namespace: dict, lesson: str) -> None:
     learner's answers; a call with other keywords is a further test, and a check called by
     another check is part of it: neither prints.  Called at the end of each
     ``course_lib.checks.lessonN``; also records ``lesson`` as the current lesson."""
-    from . import CheckFailed
-    from .exercise import Check
+    from .checks import CheckFailed
+    from .checks.exercise import Check
 
     _state["lesson"] = lesson
     install()
