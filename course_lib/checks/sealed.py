@@ -1,45 +1,29 @@
 """Sealed answers: a check that says right or wrong without holding the right value.
 
-A test-yourself question ("about how many parameters does GPT-2 small have, in millions?") is
-checked in the notebook, so whatever the check compares with is on the learner's disk.  A
-:class:`Sealed` answer keeps only salted, deliberately slow hashes of the *canonical forms*
-that count as right, and of those that known mistakes give (each with its hint).  A check
-hashes the learner's answer the same way and looks it up: it can name the mistake without the
-value appearing in the notebook, in ``course_lib`` or in a message.
+A test-yourself answer is checked in the notebook, so whatever it is compared with is on the learner's
+disk.  A :class:`Sealed` answer keeps only salted, slow hashes (PBKDF2) of the *canonical forms* that count
+as right, and of those known mistakes give (each with its hint): a check hashes the answer the same way
+and can name the mistake without the value appearing in the notebook, in course_lib or in a message.
 
-Numbers and tolerance.  The canonical form of a number at ``digits`` significant figures is
-``format(x, ".{digits-1}e")`` (``3.14159`` at 4 figures is ``"3.142e+00"``).  Sealing a value
-``v`` with relative tolerance ``rel`` picks the fewest figures whose rounding step is at most
-``rel·|v|/2`` and stores every canonical form that a number in ``[v - rel·|v|, v + rel·|v|]``
-rounds to (about 5 to 40 of them).  So every answer within the tolerance is accepted, and the
-accepted region reaches less than one step further (under ``rel/2`` more) on each side: no
-answer more than 1.5 times the tolerance away passes.  Known mistakes are sealed the same way, with the same figures, and an answer
-that is right is never reported as a mistake.  ``rel=0`` seals an exact whole number.
+Numbers.  The canonical form at ``digits`` significant figures is ``format(x, ".{digits-1}e")``
+(``3.14159`` at 4 is ``"3.142e+00"``).  Sealing ``v`` with relative tolerance ``rel`` picks the fewest
+figures whose rounding step is at most ``rel·|v|/2`` and stores every form a number within ``rel·|v|`` of
+``v`` rounds to: every answer within the tolerance passes, none more than 1.5 times the tolerance away
+does.  Mistakes are sealed with the same figures; a right answer is never called a mistake.  ``rel=0``
+seals an exact whole number.  Choices: the option stripped, lower-cased, ``_`` and spaces read as ``-``.
 
-Choices.  The canonical form of a choice is the option, stripped and lower-cased, with ``_``
-and spaces read as ``-``; the options themselves are public (the check lists them).
+Sealing keeps a value from being *read*; it is not encryption: hashing candidates one by one (about 0.05
+s each) finds a value of few figures in minutes, and course_lib's counters compute most answers anyway.
+The only plain facts stored are a number's power of ten (``decade``) and sign.
 
-What sealing does and does not do.  It keeps a value from being *read*: from the notebook,
-from ``course_lib``'s source, from a check's message.  It is not encryption: a learner who
-hashes candidates one by one (each costs :data:`ITERATIONS` rounds of PBKDF2-SHA256, about
-0.05 s) finds a value with few significant figures in minutes, and course_lib's counters
-compute most answers anyway.  The only plain facts stored are the power of ten of a number
-(``decade``) and its sign.
+Size words.  A number's *size bin* is ``floor(log10|x| / BIN_WIDTH)`` (bins a factor of 1.047 wide); a
+sealed number keeps its bin's hash (``size``, :data:`BIN_ITERATIONS` rounds), so a check finds how many
+bins a wrong answer lies from it by hashing the bins its power of ten allows (within three powers of ten)
+and says only what that proves ("too large by a factor between 1.9 and 2.1", "too small by between 5% and
+14%"), no more than one try at the check tells; beyond that, the powers of ten only.
 
-Size words.  A number's *size bin* is ``floor(log10|x| / BIN_WIDTH)``: bins a factor of
-``10 ** BIN_WIDTH`` (1.047) wide.  A sealed number keeps the hash of its bin (``size``, a
-cheaper hash: :data:`BIN_ITERATIONS` rounds), so a check can find how many bins a wrong answer
-lies from it, by hashing the bins its power of ten allows (at most about a hundred, within
-three powers of ten), and say how far off it is from that alone: "too large by a factor
-between 1.9 and 2.1", "too small by between 5% and 14%".  The words claim only what the bins
-prove.  They tell no more than one try at the check would: the bin is the answer to within 5%,
-which the words of any wrong answer give away too.  Beyond three powers of ten the words give
-the powers of ten only.
-
-Sealed answers are data: ``sealed_answers/<assignment>.json`` beside this module holds each
-assignment's, keyed by salt, and a checks module reads them with :func:`load`.  They are made by
-the author's seal command, ``python -m course_tools.seal`` (:mod:`course_tools.seal`), which
-writes or replaces an entry; the learner's copy of course_lib only reads and judges them.
+Sealed answers are data: ``sealed_answers/<assignment>.json``, keyed by salt, read with :func:`load` and
+written by the author's ``python -m course_tools.seal``; the learner's copy only reads and judges them.
 """
 from __future__ import annotations
 
