@@ -79,6 +79,25 @@ def test_exact_whole_numbers_and_choices():
     assert "answer with one of" in sealed.judge(c, "mlp").message
 
 
+@pytest.mark.parametrize("written", ["Feed forward", " feed_forward ", "FEED  FORWARD", "feed__forward", "feed-forward"])
+def test_every_check_reads_a_choice_the_one_way(written, monkeypatch, capsys):
+    """A choice is read one way everywhere (sealed.normalize_choice): a sealed question, an option read by
+    read_choice, and check_choice (which records the option itself, so the grader compares options)."""
+    from course_lib.checks.exercise import read_choice
+
+    options = ("attention", "feed forward")
+    c = seal.seal_choice("part", "feed forward", salt="test/part", choices=options)
+    assert sealed.judge(c, written).ok
+    assert read_choice(written, "part", options) == "feed forward"
+    monkeypatch.setenv(records.ENV, "1")
+    checks.check_choice(written, "feed forward", what="part", choices=options)
+    assert json.loads(capsys.readouterr().out.split(" ", 1)[1])["got"] == "feed forward"
+    with pytest.raises(CheckFailed, match="answer with one of 'attention', 'feed forward'"):
+        read_choice("feed", "part", options)
+    with pytest.raises(CheckFailed, match="answer with one of"):
+        checks.check_choice("feedforward", "feed forward", what="part", choices=options)
+
+
 def test_a_sealed_answer_holds_no_value_and_round_trips(tmp_path, monkeypatch):
     """The seal command writes the entry into its assignment's JSON file (replacing one of the
     same salt, keeping the others); the file holds no form of the value, and load() reads back

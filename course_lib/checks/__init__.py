@@ -29,7 +29,7 @@ from typing import Callable, Mapping, Sequence
 import course_lib
 
 from . import records as _records
-from .sealed import Sealed, is_number, judge as _judge
+from .sealed import Sealed, as_option, is_number, judge as _judge
 from ..tutor import NotAnswered, announce, if_answered, not_answered, waiting_for
 
 
@@ -132,9 +132,9 @@ def check_value(got, expected, *, what: str, mistakes: Mapping[str, float] | Non
 
 
 def check_choice(got, expected, *, what: str, choices, hints: Mapping | None = None) -> None:
-    """Pass if ``got`` is the ``expected`` choice; a wrong choice gets its hint if it has one."""
-    if isinstance(got, str):
-        got = got.strip().lower()
+    """Pass if ``got`` is the ``expected`` one of ``choices`` (read by :func:`.sealed.as_option`); a wrong choice
+    gets its hint if it has one."""
+    got = as_option(got, choices)
     _records.publish("choice", what, got=got)
     if got not in choices:
         raise CheckFailed(f"{what}: answer with one of {', '.join(map(repr, choices))}, got {got!r:.60}")

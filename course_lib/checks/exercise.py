@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_close, check_equal, check_sealed,
                check_value, is_shown, on_hidden, own_work, watch_calls, withheld)
+from .sealed import as_option
 
 RANDOM_TAG = "[random shape] "
 """How a label marks an input made at run time."""
@@ -393,14 +394,12 @@ def dtype_name(bytes_per_number) -> str:
     return names[bytes_per_number]
 
 
-def read_choice(x, what: str, options: Sequence[str]):
-    """``x`` read as one of ``options``: stripped, lower-case, ``_`` and runs of spaces as one
-    space (``" Keys_and  values"`` is ``"keys and values"``); else :class:`CheckFailed`
-    naming the options."""
-    norm = " ".join(x.strip().lower().replace("_", " ").split()) if isinstance(x, str) else x
-    if norm not in options:
+def read_choice(x, what: str, options: Sequence):
+    """The one of ``options`` that ``x`` is (:func:`~.sealed.as_option`: ``" Keys_and  values"`` is ``"keys and
+    values"``), else :class:`CheckFailed` naming the options."""
+    if (found := as_option(x, options)) not in options:
         raise CheckFailed(f"{what}: answer with one of {', '.join(map(repr, options))}, got {x!r:.60}")
-    return norm
+    return found
 
 
 # --- one try on a generated input, and answers with no tolerance (added with lesson 2) ---------

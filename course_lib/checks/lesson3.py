@@ -22,7 +22,7 @@ from . import CheckFailed, check_close, check_sealed, check_value, heads_kind
 from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, attempt, close, compare,  # noqa: F401 - RANDOM_TAG: tests
                        name_mistake)
 from .hints import load as _load_hints, named as _named
-from .sealed import load as _load_sealed
+from .sealed import as_option, load as _load_sealed
 
 SEALED = _load_sealed("lesson3")
 """This assignment's sealed answers by salt (sealed_answers/lesson3.json)."""
@@ -162,10 +162,6 @@ def _size_kind(case: Mapping) -> tuple:
 
 def _model_kind(spec: Mapping) -> str:
     return "lesson 3's chain model" if spec.get("model", "chain") == "chain" else "a random toy model"
-
-
-def _option(x):
-    return x.strip().lower() if isinstance(x, str) else x
 
 
 # --- 1. the residual stream ----------------------------------------------------------------
@@ -459,9 +455,9 @@ TYS_LONG_SHARE = SEALED["lesson3/tys_long_eight_step_share"]
 def check_tys_new_block(reason, zeroed) -> None:
     """Test-yourself 1: why a new block can be added without breaking a model (a choice), and
     which parts of a GPT-2-style block to zero (names from :data:`BLOCK_PARTS`).  Sealed."""
-    check_sealed(_option(reason), TYS_NEW_BLOCK_REASON)
+    check_sealed(reason, TYS_NEW_BLOCK_REASON)
     _first("tys_new_block", "tys_new_block_zeroed", a_set=isinstance(zeroed, str) or not hasattr(zeroed, "__iter__"))
-    got = {_option(z) for z in zeroed}
+    got = {as_option(z, BLOCK_PARTS) for z in zeroed}
     unknown = sorted(str(z) for z in got if z not in BLOCK_PARTS)
     _first("tys_new_block", "tys_new_block_zeroed", dict(unknown=unknown, parts=", ".join(BLOCK_PARTS)), unknown=unknown)
     wrong = []
@@ -478,7 +474,7 @@ def check_tys_long_tests(reason, eight_step_share) -> None:
     """Test-yourself 2: why test long multi-step tasks after compression (a choice), and the
     share of 8-step items wholly right when each fact is right with probability
     TYS_FACT_ACCURACY (a fraction).  Sealed."""
-    check_sealed(_option(reason), TYS_LONG_REASON)
+    check_sealed(reason, TYS_LONG_REASON)
     check_sealed(eight_step_share, TYS_LONG_SHARE)
 
 

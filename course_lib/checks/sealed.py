@@ -98,8 +98,14 @@ class Sealed:
 
 
 def normalize_choice(x) -> str:
-    """A choice's canonical form: stripped, lower-case, ``_`` and spaces read as ``-``."""
-    return x.strip().lower().replace("_", "-").replace(" ", "-") if isinstance(x, str) else x
+    """A choice's canonical form, the one way an answer is read as an option: stripped, lower-case, each run
+    of ``_`` and spaces read as one ``-`` (``" Keys_and  values"`` is ``"keys-and-values"``); not a str: as it is."""
+    return "-".join(x.strip().lower().replace("_", " ").split()) if isinstance(x, str) else x
+
+
+def as_option(x, options):
+    """The one of ``options`` that ``x`` is, both read by :func:`normalize_choice`; else ``x`` as it is."""
+    return next((o for o in options if normalize_choice(o) == normalize_choice(x)), x)
 
 
 def is_number(x) -> bool:
