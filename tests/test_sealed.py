@@ -230,8 +230,6 @@ def test_check_close(monkeypatch, capsys):
     checks.check_close(np.array([1.0, 2.0]), [1.0, 2.0 + 1e-9], what="v")
     with pytest.raises(CheckFailed, match="expected shape"):
         checks.check_close(np.zeros((2, 2)), np.zeros(4), what="v")
-    with pytest.raises(CheckFailed, match="forgot the scale"):
-        checks.check_close([2.0, 4.0], [1.0, 2.0], what="v", mistakes={"forgot the scale": [2.0, 4.0]})
     with pytest.raises(CheckFailed, match="50% of its values are off") as e:
         checks.check_close([1.0, 5.0], [1.0, 2.0], what="v")
     assert "2.0" not in str(e.value)

@@ -157,12 +157,11 @@ def check_sealed(got, sealed: Sealed) -> None:
         raise CheckFailed(verdict.message)
 
 
-def check_close(got, expected, *, what: str, rtol: float = 1e-5, atol: float = 1e-8,
-                mistakes: Mapping[str, object] | None = None) -> None:
-    """Pass if array-like ``got`` (numpy array, torch tensor, nested lists) has the shape of
-    ``expected`` and every element is within ``atol + rtol * |expected|``; else raise
-    :class:`CheckFailed` (a wrong shape is named; ``mistakes`` maps a diagnosis to a wrong
-    array that a known mistake gives).  Never shows the expected values."""
+def check_close(got, expected, *, what: str, rtol: float = 1e-5, atol: float = 1e-8) -> None:
+    """Pass if array-like ``got`` (numpy array, torch tensor, nested lists) has the shape of ``expected`` and
+    every element is within ``atol + rtol * |expected|``; else raise :class:`CheckFailed`, never showing the
+    expected values.  The recording primitive of arrays: a lesson's check compares and names mistakes with
+    :func:`.exercise.compare`, which publishes through this."""
     import numpy as np
 
     def as_array(x, name):
@@ -182,10 +181,6 @@ def check_close(got, expected, *, what: str, rtol: float = 1e-5, atol: float = 1
         raise CheckFailed(f"{what}: it holds NaN or infinite values")
     if np.all(np.abs(a - e) <= atol + rtol * np.abs(e)):
         return
-    for diagnosis, wrong in (mistakes or {}).items():
-        w = as_array(wrong, "mistake")
-        if w.shape == a.shape and np.all(np.abs(a - w) <= atol + rtol * np.abs(w)):
-            raise CheckFailed(f"{what} is not right: {diagnosis}")
     raise CheckFailed(f"{what} is not right: {np.mean(np.abs(a - e) > atol + rtol * np.abs(e)):.0%} "
                       "of its values are off")
 

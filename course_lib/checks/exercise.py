@@ -420,6 +420,19 @@ def attempt(fn: Callable, name: str, case, cases: tuple[Sequence, Sequence], tex
     return what, shown, call(fn, what, *args, shown=shown, **options, **(kwargs or {}))
 
 
+def sealed_picks(picked, sealed: Mapping[str, Any]) -> tuple[list, list]:
+    """A question answered by picking items (a set of letters or names), each item's sealed "yes" (pick it)
+    or "no": every item is checked (:func:`~course_lib.checks.check_sealed`, a record each), and the wrong
+    ones returned, in order, as ``(picked but not to be, to be picked but not)`` for one diagnosis."""
+    wrong = []
+    for item, seal in sealed.items():
+        try:
+            check_sealed("yes" if item in picked else "no", seal)
+        except CheckFailed:
+            wrong.append(item)
+    return [i for i in wrong if i in picked], [i for i in wrong if i not in picked]
+
+
 def name_mistake(what: str, mistakes: Mapping[str, Any] | None, sep: str = " is not right: ") -> None:
     """:class:`CheckFailed` ``what + sep + diagnosis`` for the first of ``mistakes``
     (``{diagnosis: whether the answer matches that mistake}``) that matches; else nothing.  A

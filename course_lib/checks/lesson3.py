@@ -20,7 +20,7 @@ from ..shapes import gpt2_shape, llama_shape
 from ..tiny_gpt import TinyGPT
 from . import CheckFailed, check_close, check_sealed, check_value, heads_kind
 from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, attempt, close, compare,  # noqa: F401 - RANDOM_TAG: tests
-                       name_mistake)
+                       name_mistake, sealed_picks)
 from .hints import load as _load_hints, named as _named
 from .sealed import as_option, load as _load_sealed
 
@@ -460,13 +460,7 @@ def check_tys_new_block(reason, zeroed) -> None:
     got = {as_option(z, BLOCK_PARTS) for z in zeroed}
     unknown = sorted(str(z) for z in got if z not in BLOCK_PARTS)
     _first("tys_new_block", "tys_new_block_zeroed", dict(unknown=unknown, parts=", ".join(BLOCK_PARTS)), unknown=unknown)
-    wrong = []
-    for part in BLOCK_PARTS:  # every part is checked (and published for the grader), then one diagnosis
-        try:
-            check_sealed("yes" if part in got else "no", TYS_NEW_BLOCK_ZEROED[part])
-        except CheckFailed:
-            wrong.append(part)
-    extra, missing = [p for p in wrong if p in got], [p for p in wrong if p not in got]
+    extra, missing = sealed_picks(got, TYS_NEW_BLOCK_ZEROED)
     _first("tys_new_block", "tys_new_block_zeroed", mixed=extra and missing, missing=missing, extra=extra)
 
 

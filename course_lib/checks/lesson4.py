@@ -22,11 +22,11 @@ from ..profiling import measure_peak_extra_memory
 from ..shapes import gpt2_shape
 from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
-from . import CheckFailed, builds_on, check_choice, check_close, check_sealed, check_value, is_shown, watch_calls
+from . import CheckFailed, builds_on, check_choice, check_close, check_value, is_shown, watch_calls
 from .exercise import (HIDDEN, RANDOM_TAG, Question, blames, call, close, compare, every,  # noqa: F401 - tests
-                       label, merged)
+                       label, merged, sealed_picks)
 from .hints import load as _load_hints, words
-from .sealed import load as _load_sealed
+from .sealed import as_option, load as _load_sealed
 
 SEALED, HINTS = _load_sealed("lesson4"), _load_hints("lesson4")
 """This assignment's sealed answers by salt (sealed_answers/lesson4.json) and its mistakes' words (hints/lesson4.toml)."""
@@ -507,19 +507,14 @@ def check_tys_vendor(letters) -> None:
     if not isinstance(letters, (set, frozenset)) or not all(isinstance(c, str) for c in letters):
         raise CheckFailed(f"tys_vendor: {words['not_letters']}, got {type(letters).__name__} {letters!r:.60}" + (
             "" if isinstance(letters, (set, frozenset)) else f"; {words['not_set']}"))
-    picked = {c.strip().lower() for c in letters}
+    picked = {as_option(c, VENDOR_QUESTIONS) for c in letters}
     if unknown := sorted(picked - set(VENDOR_QUESTIONS)):
         raise CheckFailed(f"tys_vendor: {', '.join(map(repr, unknown))} {words['unknown']} {', '.join(VENDOR_QUESTIONS)}")
-    wrong = {True: 0, False: 0}  # picked but not worth asking; worth asking but left out
-    for c in VENDOR_QUESTIONS:
-        try:
-            check_sealed("yes" if c in picked else "no", VENDOR_SEALED[c])
-        except CheckFailed:
-            wrong[c in picked] += 1
-    if wrong[True] or wrong[False]:  # counts only: naming a letter would give its answer away
+    extra, missing = map(len, sealed_picks(picked, VENDOR_SEALED))
+    if extra or missing:  # counts only: naming a letter would give its answer away
         raise CheckFailed("tys_vendor is not right: " + words["counted"].format(
-            extra=wrong[True], missing=wrong[False], is_extra="is" if wrong[True] == 1 else "are",
-            is_missing="is" if wrong[False] == 1 else "are"))
+            extra=extra, missing=missing, is_extra="is" if extra == 1 else "are",
+            is_missing="is" if missing == 1 else "are"))
 
 
 def _longest(d: int, L: int, h: int, n: int) -> dict:
