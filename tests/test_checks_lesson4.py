@@ -271,7 +271,7 @@ def test_block_macs_mistakes_are_named(scores, weights, phrase):
 
 
 def test_block_macs_wants_the_keys_and_own_work():
-    assert "'attention_scores' and 'weights'" in fails(L4.check_block_macs, lambda n, d: (1, 2))
+    assert "'attention_scores', 'weights'" in fails(L4.check_block_macs, lambda n, d: (1, 2))  # as_keyed's words
 
     def lazy(n, d):
         m = course_lib.forward_macs(course_lib.gpt2_shape(d_model=d, n_layers=1, n_heads=1), n,
