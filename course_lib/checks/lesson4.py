@@ -1,8 +1,8 @@
-"""Checks for lesson 4, "Position and context", declared on :mod:`.exercise`: order (a ``course_lib.block`` with no
-positions, tried on permutations), rotary positions (``course_lib.positions``), the multiply-adds and bytes of the
-score matrix (``course_lib.flops.forward_macs`` with ``causal=False``), the running softmax
-(``course_lib.tiled_attention``) and tiled attention (torch's ``scaled_dot_product_attention``; its memory with
-``course_lib.profiling``).  Inputs are seeded; mistakes' words: ``hints/lesson4.toml``; sealed: ``sealed_answers/``."""
+"""Checks for lesson 4, "Position and context", on :mod:`.exercise`: order (a ``course_lib.block`` with no positions,
+on permutations), rotary positions (``course_lib.positions``), the multiply-adds and bytes of the score matrix
+(``forward_macs(causal=False)``), the running softmax (``course_lib.tiled_attention``) and tiled attention (torch's
+``scaled_dot_product_attention``; memory: ``course_lib.profiling``).  Inputs are seeded; mistakes' words:
+``hints/lesson4.toml``; sealed answers: ``sealed_answers/lesson4.json``."""
 from __future__ import annotations
 
 import math
@@ -30,11 +30,8 @@ from .sealed import as_option, load as _load_sealed
 SEALED, HINTS, _named = _load_sealed("lesson4"), _load_hints("lesson4"), words("lesson4")
 
 LONG_CONTEXT = 131_072  # tokens in the long-context example (2^17, the "128K" of model cards)
-LONG_HEADS = 32         # heads in that example (a 7B-class shape)
 BYTES_16BIT = 2         # bytes per number in fp16 or bf16
-TYS_D_MODEL = 4096      # the hidden size of the test-yourself question on the crossover
 FLASH_TILE = 128        # tile side (queries and keys) of the FlashAttention figure
-
 
 RANDOM_CASES = {name: draw(random.Random(f"lesson4/{name}")) for name, draw in dict(
     permutation=lambda r: (lambda h: dict(d_model=h * r.choice((4, 8, 12, 16)), n_heads=h, batch=r.randint(1, 3),
@@ -86,7 +83,6 @@ VENDOR_QUESTIONS = HINTS["options"]["vendor_questions"]
 
 class _AtenOps(TorchDispatchMode):
     """A watch of torch's fused attention at the dispatcher, however it is reached (a C++ fast path too)."""
-
     def __init__(self, found: list):
         super().__init__()
         self.found = found
@@ -99,18 +95,17 @@ class _AtenOps(TorchDispatchMode):
 
 _COURSE_LIB = (partial(watch_calls, files=dict.fromkeys(("positions.py", "attention.py", "tiled_attention.py",
                                                           "block.py"))), HINTS["by_hand"]["course_lib"])
+_FUSED = (_AtenOps, HINTS["by_hand"]["fused"])
 
 
 def _try(fn, name: str, case, visible: Sequence, text, *args, kinds=(), refuse=(_COURSE_LIB,), **kwargs):
-    """:func:`~.exercise.attempt` of ``fn`` on ``case`` (named if in ``visible``, whose last is made at run time),
-    an error named with its input; ``refuse``: by default course_lib's positions and attention code."""
+    """:func:`~.exercise.attempt` on ``case``, named if in ``visible`` (whose last is made at run time)."""
     return attempt(fn, name, case, (visible[:-1], visible[-1:]), text, args, kwargs, kinds=kinds, explain_errors=True,
                    refuse=refuse)
 
 
 def _count(name: str, cases: Sequence, reference: Callable, *parts: Part, **options) -> Exercise:
-    """A count tried on the visible ``cases`` (the last made at run time, a hidden one named by no kind), the case's
-    values passed in order; ``reference(**case)`` gives each part ``{key: (right value, {words: wrong value})}``."""
+    """A count on ``cases`` (the last made at run time); ``reference(**case)``: ``{key: (right, {words: wrong})}``."""
     return Exercise(name, Inputs(shown=cases[:-1], random=cases[-1:], hidden=""), lambda a: reference(**a), parts,
                     positional=True, fixed_note=False, **options)
 
@@ -164,13 +159,11 @@ def check_commutes(fn, cases: Sequence[Mapping] = PERMUTATION_CASES) -> None:
 def _rotate(x, positions, base, *, sign=1.0, interleaved=False, half_exponent=False, repeat_interleave=False):
     """Rotary embedding with optional mistakes, in float64 (x: (..., pos, d_head))."""
     d, x = x.shape[-1], x.double()
+    if interleaved:  # RoFormer's layout, pairs (2i, 2i+1): the halves' rotation of the features reordered
+        order = torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])
+        return _rotate(x[..., order], positions, base, sign=sign)[..., torch.argsort(order)]
     i = torch.arange(d // 2, dtype=torch.float64)
     ang = torch.as_tensor(positions, dtype=torch.float64)[..., None] * base ** (-(i if half_exponent else 2 * i) / d)
-    if interleaved:  # RoFormer's layout: pairs (2i, 2i+1)
-        a, b, c, s = x[..., 0::2], x[..., 1::2], ang.cos(), sign * ang.sin()
-        out = torch.empty_like(x)
-        out[..., 0::2], out[..., 1::2] = a * c - b * s, b * c + a * s
-        return out
     ang = ang.repeat_interleave(2, dim=-1) if repeat_interleave else torch.cat([ang, ang], -1)
     return x * ang.cos() + sign * torch.cat([-x[..., d // 2:], x[..., : d // 2]], -1) * ang.sin()
 
@@ -183,9 +176,8 @@ def reference_rotary(x, positions, base=10000.0):
 def rotary_case(case: Mapping):
     """(x (*shape) float32 from the seed, positions: the case's own, or start, start + 1, ...)."""
     x = torch.randn(*case["shape"], generator=torch.Generator().manual_seed(2000 + case["seed"]))
-    x = x.to(getattr(torch, case.get("dtype", "float32")))
-    return x, torch.tensor(case["positions"]) if "positions" in case else torch.arange(
-        case["start"], case["start"] + case["shape"][-2])
+    return x.to(getattr(torch, case.get("dtype", "float32"))), torch.tensor(case["positions"]) if "positions" in case \
+        else torch.arange(case["start"], case["start"] + case["shape"][-2])
 
 
 def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
@@ -298,8 +290,8 @@ def crossover_expected(d_model: int) -> int:
     """The length where the score multiply-adds (2·n²·d_model) equal the weights' (12·n·d_model²),
     both from forward_macs: n = 6·d_model."""
     one = forward_macs(_block_shape(d_model), 1, causal=False)  # scores: one token, one key
-    n = one.weights // one.attention_scores
-    assert (lambda m: m.attention_scores == m.weights)(forward_macs(_block_shape(d_model), n, causal=False))
+    m = forward_macs(_block_shape(d_model), n := one.weights // one.attention_scores, causal=False)
+    assert m.attention_scores == m.weights
     return n
 
 
@@ -340,10 +332,8 @@ def check_score_bytes(fn, cases: Sequence[Mapping] = SCORE_BYTES_CASES, visible:
     every(lambda: count(fn, cases), *([then] if then else []))
 
 
-SCORE_TIB, FLASH_TILE_KIB, FLASH_SHRINK, TYS_CROSSOVER = (SEALED[f"lesson4/{k}"] for k in (
-    "score_tib", "flash_tile_kib", "flash_shrink", "tys_crossover"))
-check_score_tib = Question((SCORE_TIB,), builds_on=("score_matrix_bytes",))
-"""TiB of one layer's score matrices at LONG_CONTEXT tokens, LONG_HEADS heads, 16-bit (sealed);
+check_score_tib = Question((SEALED["lesson4/score_tib"],), builds_on=("score_matrix_bytes",))
+"""TiB of one layer's score matrices at LONG_CONTEXT tokens, 32 heads (a 7B-class shape), 16-bit (sealed);
 the visible test checks it with ``check_score_bytes(fn, score_tib=...)``."""
 
 
@@ -356,8 +346,8 @@ def update_case(case: Mapping):
     batch, bq, bk, dv = tuple(case["batch"]), case["block_q"], case["block_k"], case["d_v"]
     state = initial_state(batch, bq, dv)
     if not case["first"]:  # a state after one earlier tile
-        earlier = torch.randn(*batch, bq, bk, generator=g) * case["scale"]
-        state = online_softmax_update(state, earlier, torch.randn(*batch, bk, dv, generator=g))
+        state = online_softmax_update(state, torch.randn(*batch, bq, bk, generator=g) * case["scale"],
+                                      torch.randn(*batch, bk, dv, generator=g))
     scores = torch.randn(*batch, bq, bk, generator=g) * case["scale"] + 2.0
     hidden = torch.rand(*batch, bq, bk, generator=g) < 0.3
     hidden[..., 0] = False  # one visible key per row
@@ -419,22 +409,20 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
     for case in cases:
         (q, k, v), causal, block = tiled_case(case), case["causal"], case["block"]
         n, d = q.shape[-2], q.shape[-1]
-        kind = "one tile longer than the input" if block >= n else "a last tile shorter than the block" * bool(n % block)
         what, shown, got = _try(
             fn, "my_tiled_attention", case, TILED_CASES, {"q.shape": tuple(q.shape), "causal": causal, "block": block},
-            q.clone(), k.clone(), v.clone(), causal=causal, block=block, kinds=(f"causal={causal}", kind),
-            refuse=(_COURSE_LIB, (_AtenOps, HINTS["by_hand"]["fused"])))
-        expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        full = n // block * block  # the rows and keys of the whole tiles; a last one of n % block follows
+            q.clone(), k.clone(), v.clone(), causal=causal, block=block, refuse=(_COURSE_LIB, _FUSED), kinds=(
+                f"causal={causal}", "one tile longer than the input" if block >= n else
+                "a last tile shorter than the block" if n % block else ""))
         att, sees = partial(F.scaled_dot_product_attention, q, k, v), partial(_seen, q, k, v)
+        expected, full = att(is_causal=causal), n // block * block  # full: the rows and keys of the whole tiles
         short_keys = sees(lambda i, j: (j < full) & (j <= i if causal else True)) if n % block and full else None
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:  # before compare: rows unwritten, NaN
             got = got.detach()
             if short_keys is not None and not near(got, expected) and not near(got, short_keys):
-                if near(got[..., :full, :], expected[..., :full, :]):
-                    raise CheckFailed(f"{what} is not right: {words['short_queries']}.")
-                if near(got[..., :full, :], short_keys[..., :full, :]):
-                    raise CheckFailed(f"{what} is not right: {words['short_both']}.")
+                for rows, key in ((expected, "short_queries"), (short_keys, "short_both")):
+                    if near(got[..., :full, :], rows[..., :full, :]):
+                        raise CheckFailed(f"{what} is not right: {words[key]}.")
             if torch.isnan(got).any():  # the reference has none
                 raise CheckFailed(f"{what}: {words['nan']}" + ("" if causal else f" {words['not_causal']}"))
         compare(got, expected, what=what, shown=shown, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4), tensor=True,
@@ -456,16 +444,15 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
                      "of the score matrix's numbers", choices=(True, False))  # not the bytes: they vary
 
 
-check_flash = Question((FLASH_TILE_KIB, FLASH_SHRINK), all_parts=True)
+check_flash = Question((SEALED["lesson4/flash_tile_kib"], SEALED["lesson4/flash_shrink"]), all_parts=True)
 """KiB of one FLASH_TILE × FLASH_TILE tile of 16-bit scores, and how many times smaller it is than
 one head's full score matrix at LONG_CONTEXT tokens (both sealed)."""
 
 
 # --- test yourself and recap -----------------------------------------------------------------
 
-check_tys_crossover = Question((TYS_CROSSOVER,))
-"""The length where attention costs more than the rest of a block of d_model = TYS_D_MODEL
-(sealed, 0.5 % tolerance)."""
+check_tys_crossover = Question((SEALED["lesson4/tys_crossover"],))
+"""The length where attention costs more than the rest of a block of d_model = 4096 (sealed, 0.5 % tolerance)."""
 VENDOR_SEALED = {c: SEALED[f"lesson4/tys_vendor/{c}"] for c in VENDOR_QUESTIONS}
 """Letter -> its sealed "yes" (worth asking) or "no"."""
 
@@ -473,10 +460,10 @@ VENDOR_SEALED = {c: SEALED[f"lesson4/tys_vendor/{c}"] for c in VENDOR_QUESTIONS}
 def check_tys_vendor(letters) -> None:
     """The questions worth asking a vendor about a 128,000-token context: a set of letters of
     VENDOR_QUESTIONS, as the text asks; each letter's yes or no is sealed."""
-    words = HINTS["vendor"]
-    if not isinstance(letters, (set, frozenset)) or not all(isinstance(c, str) for c in letters):
-        raise CheckFailed(f"tys_vendor: {words['not_letters']}, got {type(letters).__name__} {letters!r:.60}" + (
-            "" if isinstance(letters, (set, frozenset)) else f"; {words['not_set']}"))
+    words, is_set = HINTS["vendor"], isinstance(letters, (set, frozenset))
+    if not is_set or not all(isinstance(c, str) for c in letters):
+        raise CheckFailed(f"tys_vendor: {words['not_letters']}, got {type(letters).__name__} {letters!r:.60}"
+                          + ("" if is_set else f"; {words['not_set']}"))
     picked = {as_option(c, VENDOR_QUESTIONS) for c in letters}
     if unknown := sorted(picked - set(VENDOR_QUESTIONS)):
         raise CheckFailed(f"tys_vendor: {', '.join(map(repr, unknown))} {words['unknown']} "
@@ -484,23 +471,19 @@ def check_tys_vendor(letters) -> None:
     extra, missing = map(len, sealed_picks(picked, VENDOR_SEALED))
     if extra or missing:  # counts only: naming a letter would give its answer away
         raise CheckFailed("tys_vendor is not right: " + words["counted"].format(
-            extra=extra, missing=missing, is_extra="is" if extra == 1 else "are",
-            is_missing="is" if missing == 1 else "are"))
+            extra=extra, missing=missing, is_extra=("are", "is")[extra == 1], is_missing=("are", "is")[missing == 1]))
 
 
-def _longest(d_model: int, n_layers: int, n_heads: int, n_tokens: int) -> dict:
-    d, L, h, n = d_model, n_layers, n_heads, n_tokens
-    m = forward_macs(gpt2_shape(d_model=d, n_layers=L, n_heads=h, d_vocab=1, n_ctx=n), n, causal=False)
-    macs, share, b = m.attention_scores + m.weights, m.attention_scores / (m.attention_scores + m.weights), \
-        score_bytes_expected(n, h, BYTES_16BIT)
-    return {"block_flops": (2 * macs, _named(
-                "longest_input", macs=macs, one_block=2 * macs / L, causal_half=2 * (
-                    m.weights + m.attention_scores * (n + 1) / (2 * n)), no_scores=2 * m.weights,
-                times_heads=2 * (m.weights + h * m.attention_scores))),
-            "attention_share": (share, _named("longest_input", ratio=m.attention_scores / m.weights,
-                                              percentage=100 * share, rest=1 - share)),
-            "score_bytes_per_layer": (b, {**_score_bytes(n, h, BYTES_16BIT)[None][1], **_named(
-                "longest_input", fp32=2 * b, all_layers=b * L, gib=b / GiB)})}
+def _longest(d_model: int, n_layers: int, n_heads: int, n_tokens: int) -> dict:  # all layers: n_layers blocks
+    L, h, n = n_layers, n_heads, n_tokens
+    s, w = (L * right for right, _ in _block_macs(n, d_model).values())
+    (b, byte_mistakes), share = _score_bytes(n, h, BYTES_16BIT)[None], s / (s + w)
+    return {"block_flops": (2 * (s + w), _named(
+                "longest_input", macs=s + w, one_block=2 * (s + w) / L, causal_half=2 * (w + s * (n + 1) / (2 * n)),
+                no_scores=2 * w, times_heads=2 * (w + h * s))),
+            "attention_share": (share, _named("longest_input", ratio=s / w, percentage=100 * share, rest=1 - share)),
+            "score_bytes_per_layer": (b, {**byte_mistakes, **_named("longest_input", fp32=2 * b, all_layers=b * L,
+                                                                    gib=b / GiB)})}
 
 
 _longest_input = _count("longest_input", RECAP_CASES, _longest, _part("block_flops", 1e-9, "block_macs"),
@@ -513,8 +496,7 @@ def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES, block_macs=N
     """Check ``fn(d_model, n_layers, n_heads, n_tokens) -> {"block_flops", "attention_share", "score_bytes_per_layer"}``
     at a GPT-2-style model's longest input: forward FLOPs of all blocks with full score matrices (no output head), the
     scores' share of them, and the bytes of one layer's full 16-bit score matrices.  Given the learner's ``block_macs``
-    and ``score_matrix_bytes`` (which ``fn`` may use), a failure on a case (a wrong value, or an error of fn's own)
-    first re-checks them on it (:func:`~.exercise.requires`): a wrong one is named as the cause."""
+    and ``score_matrix_bytes`` (which ``fn`` may use), a failure on a case re-checks them first (:func:`blames`)."""
     for case in cases:
         n, d, h = case["n_tokens"], case["d_model"], case["n_heads"]
         with blames(("block_macs", check_block_macs, block_macs, [dict(n_tokens=n, d_model=d)]),
