@@ -105,9 +105,9 @@ def _try(fn, name: str, case, visible: Sequence, text, *args, kinds=(), refuse=(
 
 
 def _count(name: str, cases: Sequence, reference: Callable, *parts: Part, **options) -> Exercise:
-    """A count on ``cases`` (the last made at run time); ``reference(**case)``: ``{key: (right, {words: wrong})}``."""
-    return Exercise(name, Inputs(shown=cases[:-1], random=cases[-1:], hidden=""), lambda a: reference(**a), parts,
-                    positional=True, fixed_note=False, **options)
+    """A count on ``cases`` (the last made at run time); ``reference(*case)``: ``{key: (right, {words: wrong})}``."""
+    return Exercise(name, Inputs(shown=cases[:-1], random=cases[-1:], hidden=""), lambda a: reference(*a.values()),
+                    parts, positional=True, fixed_note=False, **options)
 
 
 def _part(key: str | None, rel: float = 1e-9, *on: str) -> Part:
@@ -270,8 +270,8 @@ def _block_shape(d_model: int):
     return gpt2_shape(d_model=d_model, n_layers=1, n_heads=1, d_vocab=1, n_ctx=1)
 
 
-def _block_macs(n_tokens: int, d_model: int) -> dict:
-    m, n, d = forward_macs(_block_shape(d_model), n_tokens, causal=False), n_tokens, d_model
+def _block_macs(n: int, d: int) -> dict:  # n_tokens, d_model
+    m = forward_macs(_block_shape(d), n, causal=False)
     s, w = m.attention_scores, m.weights
     return {"attention_scores": (s, _named("block_macs", flops=2 * s, qk_only=n * n * d, causal_half=n * (n + 1) * d,
                                            one_token_scores=2 * n * d)),
@@ -295,10 +295,10 @@ def crossover_expected(d_model: int) -> int:
     return n
 
 
-check_crossover = _count("crossover_length", [{"d_model": d} for d in CROSSOVER_D_MODELS], lambda d_model: {None: (
-    crossover_expected(d_model), _named("crossover", twice=12 * d_model, projections=2 * d_model, ff_only=4 * d_model,
-                                        d_model=d_model, squared=d_model ** 2, constant=6, upside_down=d_model / 6))},
-    _part(None, 1e-9, "block_macs"), arg="d_model")
+check_crossover = _count("crossover_length", [{"d_model": d} for d in CROSSOVER_D_MODELS], lambda d: {None: (
+    crossover_expected(d), _named("crossover", twice=12 * d, projections=2 * d, ff_only=4 * d, d_model=d,
+                                  squared=d * d, constant=6, upside_down=d / 6))}, _part(None, 1e-9, "block_macs"),
+                         arg="d_model")
 """``crossover_length(d_model) -> n``, the length where attention's scores cost as many multiply-adds as the rest of a
 GPT-2-style block."""
 
@@ -308,8 +308,7 @@ def score_bytes_expected(n_tokens: int, n_heads: int, bytes_per_number: float) -
     return n_tokens * n_tokens * n_heads * bytes_per_number
 
 
-def _score_bytes(n_tokens: int, n_heads: int, bytes_per_number: float) -> dict:
-    n, h, b = n_tokens, n_heads, bytes_per_number
+def _score_bytes(n: int, h: int, b: float) -> dict:  # n_tokens, n_heads, bytes_per_number
     right = score_bytes_expected(n, h, b)
     return {None: (right, _named(
         "score_bytes", bits=right * 8, weights_too=right * 2, one_head=right / h, causal_half=n * (n + 1) // 2 * h * b,
@@ -355,16 +354,15 @@ def update_case(case: Mapping):
 
 
 def _update_mistakes(state, s, v) -> dict:  # in float32 as a learner's code runs: an overflow or NaN is its own
-    m_new = torch.maximum(state.m, s.amax(-1))
-    r, inv, p = torch.exp(state.m - m_new), torch.exp(m_new - state.m), torch.exp(s - m_new[..., None])
-    p_old, raw = torch.exp(s - state.m[..., None]), torch.exp(s)  # -inf - (-inf): NaN, as in yours
-    return {"acc": _named("softmax_update", acc_not_rescaled=state.acc + p @ v,
-                          inverted=state.acc * inv[..., None] + p @ v, old_max=state.acc * r[..., None] + p_old @ v,
-                          no_max=state.acc + raw @ v,
-                          normalised=(state.acc * r[..., None] + p @ v) / (state.l * r + p.sum(-1))[..., None]),
-            "l": _named("softmax_update", l_not_rescaled=state.l + p.sum(-1), inverted=state.l * inv + p.sum(-1),
-                        old_max=state.l * r + p_old.sum(-1), no_max=state.l + raw.sum(-1)),
-            "m": _named("softmax_update", m_tile=s.amax(-1), m_kept=state.m)}
+    (m, l, acc), m_new = state, torch.maximum(state.m, s.amax(-1))
+    r, inv, p = torch.exp(m - m_new), torch.exp(m_new - m), torch.exp(s - m_new[..., None])
+    p_old, raw = torch.exp(s - m[..., None]), torch.exp(s)  # -inf - (-inf): NaN, as in yours
+    return {"acc": _named("softmax_update", acc_not_rescaled=acc + p @ v, inverted=acc * inv[..., None] + p @ v,
+                          old_max=acc * r[..., None] + p_old @ v, no_max=acc + raw @ v,
+                          normalised=(acc * r[..., None] + p @ v) / (l * r + p.sum(-1))[..., None]),
+            "l": _named("softmax_update", l_not_rescaled=l + p.sum(-1), inverted=l * inv + p.sum(-1),
+                        old_max=l * r + p_old.sum(-1), no_max=l + raw.sum(-1)),
+            "m": _named("softmax_update", m_tile=s.amax(-1), m_kept=m)}
 
 
 def _update_words(got, expected) -> str:  # NaN, inf, -inf where a number should be, or the update's formulas
@@ -374,8 +372,7 @@ def _update_words(got, expected) -> str:  # NaN, inf, -inf where a number should
 
 
 def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
-    """Check ``fn(m, l, acc, scores_tile, v_tile) -> (m, l, acc)`` against
-    course_lib.tiled_attention.online_softmax_update."""
+    """Check ``fn(m, l, acc, scores_tile, v_tile) -> (m, l, acc)`` against tiled_attention.online_softmax_update."""
     for case in cases:
         state, s, v = update_case(case)
         what, shown, got = _try(fn, "softmax_update", case, UPDATE_CASES, {
@@ -474,9 +471,8 @@ def check_tys_vendor(letters) -> None:
             extra=extra, missing=missing, is_extra=("are", "is")[extra == 1], is_missing=("are", "is")[missing == 1]))
 
 
-def _longest(d_model: int, n_layers: int, n_heads: int, n_tokens: int) -> dict:  # all layers: n_layers blocks
-    L, h, n = n_layers, n_heads, n_tokens
-    s, w = (L * right for right, _ in _block_macs(n, d_model).values())
+def _longest(d: int, L: int, h: int, n: int) -> dict:  # d_model, n_layers, n_heads, n_tokens
+    s, w = (L * right for right, _ in _block_macs(n, d).values())  # all layers: L blocks
     (b, byte_mistakes), share = _score_bytes(n, h, BYTES_16BIT)[None], s / (s + w)
     return {"block_flops": (2 * (s + w), _named(
                 "longest_input", macs=s + w, one_block=2 * (s + w) / L, causal_half=2 * (w + s * (n + 1) / (2 * n)),
