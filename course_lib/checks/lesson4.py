@@ -392,12 +392,6 @@ def tiled_case(case: Mapping):
     return torch.randn(3, *case["shape"], generator=torch.Generator().manual_seed(5000 + case["seed"])).unbind(0)
 
 
-def _seen(q, k, v, sees: Callable):  # attention where query i (a column) sees key j (a row) if sees(i, j)
-    n_q, n_k = q.shape[-2], k.shape[-2]
-    allowed = torch.as_tensor(sees(torch.arange(n_q)[:, None], torch.arange(n_k)[None, :]))
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed.expand(n_q, n_k))
-
-
 def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: int = 512) -> None:
     """Check ``fn(q, k, v, causal, block) -> (..., n, d_head)`` against torch's scaled_dot_product_attention, and that
     it never holds a tensor a quarter of the score matrix's size, in any dtype (course_lib.profiling, n = memory_n)."""
@@ -410,9 +404,10 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
             q.clone(), k.clone(), v.clone(), causal=causal, block=block, refuse=(_COURSE_LIB, _FUSED), kinds=(
                 f"causal={causal}", "one tile longer than the input" if block >= n else
                 "a last tile shorter than the block" if n % block else ""))
-        att, sees = partial(F.scaled_dot_product_attention, q, k, v), partial(_seen, q, k, v)
+        att, i, j = partial(F.scaled_dot_product_attention, q, k, v), torch.arange(n)[:, None], torch.arange(n)[None, :]
+        sees = lambda allowed: att(attn_mask=torch.as_tensor(allowed).expand(n, n))  # noqa: E731 - query i sees key j
         expected, full = att(is_causal=causal), n // block * block  # full: the rows and keys of the whole tiles
-        short_keys = sees(lambda i, j: (j < full) & (j <= i if causal else True)) if n % block and full else None
+        short_keys = sees((j < full) & (j <= i if causal else True)) if n % block and full else None
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:  # before compare: rows unwritten, NaN
             if short_keys is not None and not near(got, expected) and not near(got, short_keys):
                 for rows, key in ((expected, "short_queries"), (short_keys, "short_both")):
@@ -423,9 +418,8 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
         compare(got, expected, what=what, shown=shown, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4), tensor=True,
                 shape_words="the shape of the input", otherwise=lambda g, e: words["other"], mistakes=lambda: _named(
                     "tiled", no_scale=att(is_causal=causal, scale=1.0), scale_d=att(is_causal=causal, scale=1 / d),
-                    short_keys=short_keys, **(dict(
-                        no_mask=att(), next_key=sees(lambda i, j: j <= i + 1), own_key=sees(lambda i, j: j <= i - 1),
-                        tile_mask=sees(lambda i, j: j < (i // block + 1) * block)) if causal else dict(
+                    short_keys=short_keys, **(dict(no_mask=att(), next_key=sees(j <= i + 1), own_key=sees(j <= i - 1),
+                                                   tile_mask=sees(j < (i // block + 1) * block)) if causal else dict(
                         unasked_mask=att(is_causal=True)))) | _fixed_scale(
                     "tiled", d, lambda c: att(is_causal=causal, scale=c ** -0.5)))
     q, k, v = tiled_case(dict(shape=(1, 1, memory_n, 32), seed=99))
