@@ -22,7 +22,7 @@ from ..shapes import gpt2_shape
 from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
 from . import CheckFailed, check_choice, check_close, is_shown, watch_calls
-from .exercise import (HIDDEN, RANDOM_TAG, Exercise, Inputs, Part, Question, attempt, blames, call,  # noqa: F401
+from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, Question, attempt, blames, call,  # noqa: F401 - tests
                        close, compare, every, label, merged, sealed_picks)
 from .hints import load as _load_hints, words
 from .sealed import as_option, load as _load_sealed
@@ -243,10 +243,9 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
     at position n, both rotated; and that it stays the same when m and n move together."""
     for case in cases:
         (q, k), m, n, d = rotary_score_case(case), case["m"], case["n"], case["d_head"]
-        what = label("rotary_score", f"q, k, m={m}, n={n}", shown=is_shown(case, ROTARY_SCORE_CASES),
-                     random=case == ROTARY_SCORE_CASES[-1], kinds=["query and key at the same position"] * (m == n))
-        shown = HIDDEN not in what
-        what += f" with d_head={d}" if shown else ""
+        shown, same = is_shown(case, ROTARY_SCORE_CASES), "query and key at the same position" if m == n else ""
+        what = label("rotary_score", f"q, k, m={m}, n={n}", shown=shown, random=case == ROTARY_SCORE_CASES[-1],
+                     kinds=(same,)) + (f" with d_head={d}" if shown else "")
         score = lambda m, n: _number(call(fn, what, q.clone(), k.clone(), m, n, shown=shown,  # noqa: E731
                                           explain_errors=True, refuse=(_COURSE_LIB,)), what)
         got, expected = score(m, n), reference_rotary_score(q, k, m, n)
