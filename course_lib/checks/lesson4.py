@@ -150,8 +150,8 @@ def check_commutes(fn, cases: Sequence[Mapping] = PERMUTATION_CASES) -> None:
         if not isinstance(got, bool):
             raise CheckFailed(f"{what}: {HINTS['commutes']['not_bool']}, got {type(got).__name__} {got!r:.60}")
         if got != expected:
-            raise CheckFailed(f"{what} " + HINTS["commutes"]["sees_order"].format(kind=kind) if kind else
-                              f"{what} " + HINTS["commutes"]["blind"])
+            raise CheckFailed(f"{what} " + (HINTS["commutes"]["sees_order"].format(kind=kind) if kind
+                                            else HINTS["commutes"]["blind"]))
         check_choice(got, expected, what=what, choices=(True, False))
 
 
@@ -294,9 +294,8 @@ def crossover_expected(d_model: int) -> int:
 
 
 check_crossover = _count("crossover_length", [{"d_model": d} for d in CROSSOVER_D_MODELS], lambda d: {None: (
-    crossover_expected(d), _named("crossover", twice=12 * d, projections=2 * d, ff_only=4 * d, d_model=d,
-                                  squared=d * d, constant=6, upside_down=d / 6))}, _part(None, 1e-9, "block_macs"),
-                         arg="d_model")
+    crossover_expected(d), _named("crossover", twice=12 * d, projections=2 * d, ff_only=4 * d, d_model=d, squared=d * d,
+                                  constant=6, upside_down=d / 6))}, _part(None, 1e-9, "block_macs"), arg="d_model")
 """``crossover_length(d_model) -> n``, the length where attention's scores cost as many multiply-adds as the rest of a
 GPT-2-style block."""
 
