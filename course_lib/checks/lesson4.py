@@ -32,6 +32,7 @@ SEALED, HINTS, _named = _load_sealed("lesson4"), _load_hints("lesson4"), words("
 LONG_CONTEXT = 131_072  # tokens in the long-context example (2^17, the "128K" of model cards)
 BYTES_16BIT = 2         # bytes per number in fp16 or bf16
 FLASH_TILE = 128        # tile side (queries and keys) of the FlashAttention figure
+_UNSET = object()       # check_score_bytes's score_tib not given
 
 RANDOM_CASES = {name: draw(random.Random(f"lesson4/{name}")) for name, draw in dict(
     permutation=lambda r: (lambda h: dict(d_model=h * r.choice((4, 8, 12, 16)), n_heads=h, batch=r.randint(1, 3),
@@ -264,12 +265,8 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
 
 # --- 3. what attention costs, 4. the score matrix in memory ----------------------------------
 
-def _block_shape(d_model: int):
-    return gpt2_shape(d_model=d_model, n_layers=1, n_heads=1, d_vocab=1, n_ctx=1)
-
-
-def _block_macs(n: int, d: int) -> dict:  # n_tokens, d_model
-    m = forward_macs(_block_shape(d), n, causal=False)
+def _block_macs(n: int, d: int) -> dict:  # n_tokens, d_model: one GPT-2-style block's
+    m = forward_macs(gpt2_shape(d_model=d, n_layers=1, n_heads=1, d_vocab=1, n_ctx=1), n, causal=False)
     s, w = m.attention_scores, m.weights
     return {"attention_scores": (s, _named("block_macs", flops=2 * s, qk_only=n * n * d, causal_half=n * (n + 1) * d,
                                            one_token_scores=2 * n * d)),
@@ -287,9 +284,9 @@ over n_tokens with the full score matrix (``forward_macs(causal=False)``)."""
 def crossover_expected(d_model: int) -> int:
     """The length where the score multiply-adds (2·n²·d_model) equal the weights' (12·n·d_model²),
     both from forward_macs: n = 6·d_model."""
-    one = forward_macs(_block_shape(d_model), 1, causal=False)  # scores: one token, one key
-    m = forward_macs(_block_shape(d_model), n := one.weights // one.attention_scores, causal=False)
-    assert m.attention_scores == m.weights
+    (s, _), (w, _) = _block_macs(1, d_model).values()  # scores: one token, one key
+    m = _block_macs(n := w // s, d_model)
+    assert m["attention_scores"][0] == m["weights"][0]
     return n
 
 
@@ -311,9 +308,6 @@ def _score_bytes(n: int, h: int, b: float) -> dict:  # n_tokens, n_heads, bytes_
         "score_bytes", bits=right * 8, weights_too=right * 2, one_head=right / h, causal_half=n * (n + 1) // 2 * h * b,
         half=right / 2, not_squared=n * h * b, count=right / b, bytes_fixed=n * n * h * BYTES_16BIT,
         bytes_fixed_4=n * n * h * 4))}
-
-
-_UNSET = object()
 
 
 def check_score_bytes(fn, cases: Sequence[Mapping] = SCORE_BYTES_CASES, visible: Sequence[Mapping] = SCORE_BYTES_CASES,
