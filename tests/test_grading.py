@@ -554,3 +554,20 @@ def test_grade_command(mini_course, tmp_path, capsys):
     assert "unknown assignment(s) lesson99" in capsys.readouterr().err
     assert grade_main([str(subs), "--out", str(out), "--jobs", "0", *course]) == 2
     assert "--jobs must be" in capsys.readouterr().err
+
+
+def test_a_checkout_whose_kernels_import_another_course_lib_is_refused_in_one_line(tmp_path):
+    """Two checkouts sharing one environment, whose editable install points at the other: kernels would import
+    a course_lib the sandbox does not show (every notebook failing with a NameError that blamed the course)
+    and checks other than those the grader compares with.  Grading stops before it starts, naming both."""
+    other = tmp_path / "checkout"
+    for d in ("course_lib", "course_tools"):
+        shutil.copytree(REPO / d, other / d, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "subs").mkdir()
+    run = subprocess.run([sys.executable, "-m", "course_tools.grade", str(tmp_path / "subs"), "--out",
+                          str(tmp_path / "out"), "--course", str(REPO)], cwd=other, capture_output=True,
+                         text=True, timeout=300)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1, run.stderr
+    assert f"import course_lib from {REPO / 'course_lib'}, not this grader's {other / 'course_lib'}" in lines[0]
+    assert f"pip install -e {other}" in lines[0] and not (tmp_path / "out").exists()
