@@ -105,7 +105,17 @@ def _check_generate_case(fn, case: Mapping) -> None:
         calls.append((int(tokens.shape[1]), 0 if past_kvs is None else int(past_kvs[0][0].shape[2])))
         return run(tokens, past_kvs, return_patterns)
     model.run, model.generate = recorded, lambda *args, **kwargs: fail("calls_generate")
-    got = call(fn, what, model, prompt.clone(), n_new, shown=shown)
+
+    def steps() -> list:  # the steps after the first not fed one token with the latest cache: the first named
+        bad = [(n, past) for (n0, p0), (n, past) in zip(calls, calls[1:]) if past == 0 or n != 1 or past != p0 + n0]
+        for n, past in bad[:1]:  # no cache, more than one token, or a stale cache
+            fail("no_cache" if past == 0 else "several" if n != 1 else "stale", n=n if shown else "several")
+        return bad
+    try:
+        got = call(fn, what, model, prompt.clone(), n_new, shown=shown)
+    except Exception:  # the model refused a step (more positions than n_ctx, a cache of another length)
+        steps()
+        raise
     if not isinstance(got, torch.Tensor):
         fail("not_tensor", type=type(got).__name__)
     if got.dtype.is_floating_point or got.dtype.is_complex or got.dtype == torch.bool:
@@ -122,9 +132,7 @@ def _check_generate_case(fn, case: Mapping) -> None:
         fail("prompt_changed")
     if not calls or calls[0][1] != 0:
         fail("first_cached" if calls else "never_runs")
-    bad = [(n, past) for (n0, p0), (n, past) in zip(calls, calls[1:]) if past == 0 or n != 1 or past != p0 + n0]
-    for n, past in bad[:1]:  # the first step with no cache, more than one token, or a stale cache
-        fail("no_cache" if past == 0 else "several" if n != 1 else "stale", n=n if shown else "several")
+    bad = steps()
     if len(calls) > n_new + 1:
         fail("too_many_calls", times=f"{len(calls)} times" if shown else "too often")
     if not torch.equal(got, expected):
@@ -209,11 +217,14 @@ reach it: ridge · bytes_per_number / 2."""
 
 _r = random.Random("lesson5/requests_fit")
 REQUEST_CASES = (dict(card="Llama-2-7b-hf", memory_gb=80, n_tokens=4096, bytes_per_number=2),
+                 dict(card="Llama-2-13b-hf", memory_gb=24, n_tokens=4096, bytes_per_number=2),
+                 dict(card="Llama-2-7b-hf", memory_gb=24, n_tokens=4096, bytes_per_number=1),
                  dict(card=_r.choice(("Llama-2-7b-hf", "Llama-2-13b-hf")), memory_gb=_r.choice(
                      (40, 48, 94, 141)), n_tokens=_r.randint(256, 4096), bytes_per_number=_r.choice((1, 2))))
-"""A card without a sliding window, the memory in GB (10^9 bytes, as a data sheet states it),
-the context and the bytes per number; the second made at run time."""
-RANDOM_REQUEST_CASE = REQUEST_CASES[1]
+"""A card without a sliding window, the memory in GB (10^9 bytes, as a data sheet states it), the context and
+the bytes per number: the lesson's example; 16-bit weights that alone do not fit (0 requests); weights and cache
+in 8-bit; and one made at run time (the last)."""
+RANDOM_REQUEST_CASE = REQUEST_CASES[-1]
 
 
 def request_args(card, memory_gb, n_tokens, bytes_per_number) -> dict:
@@ -243,7 +254,9 @@ def _request_mistakes(memory_gb, n_params, n_layers, n_heads, n_kv_heads, d_head
         "requests_fit", no_weights=math.floor(mem / cache), gib=fit(memory_gb * GiB, weights, cache),
         query_heads=None if n_heads == n_kv_heads else fit(mem, weights, cache * n_heads / n_kv_heads),
         values=fit(mem, weights, cache / 2), round_up=math.ceil((mem - weights) / cache) if mem > weights else 0,
-        params_as_bytes=fit(mem, n_params, cache)))
+        params_as_bytes=fit(mem, n_params, cache),
+        weights_16bit=fit(mem, n_params * 2, cache) if bytes_per_number != 2 else None,
+        cache_16bit=fit(mem, weights, cache * 2 / bytes_per_number) if bytes_per_number != 2 else None))
 
 
 def check_requests_fit(fn, cases: Sequence[Mapping] = REQUEST_CASES) -> None:
@@ -252,7 +265,7 @@ def check_requests_fit(fn, cases: Sequence[Mapping] = REQUEST_CASES) -> None:
     (a whole number, 0 when the weights alone do not fit), against ``memory.requests_that_fit``."""
     for case in cases:  # a shown label names the card after the learner's arguments
         args = request_args(**case)
-        what, shown, got = attempt(fn, "requests_fit", case, (REQUEST_CASES[:1], REQUEST_CASES[1:]), args,
+        what, shown, got = attempt(fn, "requests_fit", case, (REQUEST_CASES[:-1], REQUEST_CASES[-1:]), args,
                                    kwargs=args, kinds=(f"a card of model_type {load_card(case['card']).model_type}",
                                                        heads_kind(args["n_heads"], args["n_kv_heads"])))
         what += f" ({case['card']})" if shown else ""

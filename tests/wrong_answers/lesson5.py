@@ -96,6 +96,11 @@ def ridge_point(peak_flops, bandwidth, bytes_per_number):
           "weights left out of the memory budget"),
     Wrong("q-requests-fit", _requests("memory_gb * 2**30 - n_params * bytes_per_number"),
           ["t-requests-fit", "t-recap"], "the data sheet's GB read as GiB"),
+    Wrong("q-requests-fit", _requests("memory_gb * 10**9 - n_params * bytes_per_number").replace(
+        "max(0, int(free // per_request))", "int(free // per_request)"), ["t-requests-fit"],
+          "no floor at 0: a negative count when the weights alone do not fit (the visible test's 13B on 24 GB)"),
+    Wrong("q-requests-fit", _requests("memory_gb * 10**9 - n_params * 2"), ["t-requests-fit"],
+          "the weights always at 2 bytes a number (the visible test's 8-bit case)"),
 
     # --- test yourself -----------------------------------------------------------------------
     Wrong("q-tys1", 'tys1_holds = "keys and values"\n'
