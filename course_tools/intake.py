@@ -72,8 +72,15 @@ def _meta(cell) -> dict:
 
 
 def _gid(cell) -> str | None:
-    gid = _meta(cell).get("grade_id")
+    meta = _meta(cell)
+    gid = meta.get("grade_id") if isinstance(meta, dict) else None
     return gid if isinstance(gid, str) and gid else None
+
+
+def _text(cell) -> str:
+    """A cell's source as one string (a notebook file may store it as a list of lines)."""
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
 
 
 def inspect_submission(student_dir: Path, assignment: str,
@@ -154,6 +161,13 @@ def inspect_submission(student_dir: Path, assignment: str,
                 if not isinstance(cell.get("metadata", {}), dict):
                     raise ValueError("a cell's metadata is not a dict")
                 cell.setdefault("metadata", nbformat.NotebookNode())
+            theirs, ours = {_gid(c) for c in nb.cells} - {None}, {_gid(c) for c in releases[stem].cells} - {None}
+            if len(theirs) >= 3 and not theirs & ours:  # another assignment's notebook, in this one's place
+                title = next((ln.lstrip("#").strip() for c in nb.cells if c.get("cell_type") == "markdown"
+                              for ln in _text(c).splitlines() if ln.startswith("#")), "")
+                return Intake(MISNAMED, f"{sent} is another assignment's notebook" + (f" ({title!r})" if title
+                              else "") + f": none of its {len(theirs)} graded cells is {assignment}'s; "
+                              f"submit {assignment}/{name}")
             notes = normalize(nb, releases[stem])
             nbformat.validate(nb)
         except Exception as exc:  # nbformat raises several kinds

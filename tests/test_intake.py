@@ -147,3 +147,23 @@ def test_links_devices_and_huge_files_are_not_followed(mini, tmp_path, monkeypat
     left = copy_extra_files(d, tmp_path / "copy", limit=1000)
     assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["data.csv"]
     assert left == ["big.bin (too large)", "endless.bin (not a regular file)"]
+
+
+def test_another_assignments_notebook_in_its_place_is_misnamed_not_blank(tmp_path):
+    """Lesson 4's notebook uploaded as lesson 5 (under lesson 4's name or lesson 5's) is not graded as a blank
+    lesson 5 with a note per foreign graded cell (the newcomer trial's finding): it is misnamed, in one line
+    naming the notebook it is and the one to submit.  Lesson 5's own release is read as usual."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    releases = {a: nbformat.read(root / "notebooks" / a / f"{a}.ipynb", as_version=4) for a in ("lesson4", "lesson5")}
+    d = tmp_path / "zed" / "lesson5"
+    d.mkdir(parents=True)
+    for name in ("lesson4.ipynb", "lesson5.ipynb"):
+        (d / name).write_text(nbformat.writes(releases["lesson4"]))
+        i = inspect_submission(tmp_path / "zed", "lesson5", {"lesson5": releases["lesson5"]})
+        assert i.status == MISNAMED and f"{name} is another assignment's notebook ('Lesson 4" in i.detail, i.detail
+        assert "is lesson5's; submit lesson5/lesson5.ipynb" in i.detail and "\n" not in i.detail
+        (d / name).unlink()
+    (d / "lesson5.ipynb").write_text(nbformat.writes(releases["lesson5"]))
+    assert inspect_submission(tmp_path / "zed", "lesson5", {"lesson5": releases["lesson5"]}).status == USABLE
