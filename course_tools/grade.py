@@ -332,6 +332,17 @@ def blank_words(n_answers: int, changed: list[str], added: int, cells: list) -> 
     return "no answer cell was changed from the release" + extra
 
 
+def answer_error_notes(errors, changed: list[str]) -> list[str]:
+    """The notes on answer cells that raised (``errors``: their grade ids), told apart by the intake's
+    ``changed`` cells: one left as released (a test-yourself stub's ``raise NotImplementedError()``) was not
+    answered; only a changed one raised an error of the learner's."""
+    mine = {g.rsplit("/", 1)[-1] for g in changed}
+    stubs, raised = [g for g in errors if g not in mine], [g for g in errors if g in mine]
+    return ([f"answer cell(s) {', '.join(stubs)} were not answered (still the release's stub)"] if stubs else []) + (
+        [f"answer cell(s) {', '.join(raised)} raised an error (its message: the feedback's 'Answer cells that "
+         "raised an error')"] if raised else [])
+
+
 def _finish_job(spec: JobSpec, result: JobResult, src: "_Source", reference: dict,
                 limits: Limits, report: Report, out: Path, root: Path, db_url: str,
                 changed_cells: list[str], added: int) -> None:
@@ -350,9 +361,8 @@ def _finish_job(spec: JobSpec, result: JobResult, src: "_Source", reference: dic
             status, sentence = BLANK, blank
     report.status = status
     report.notes += notes + _sandbox_notes(result, limits)
-    if report.answer_errors and status == GRADED:  # a test may pass all the same
-        report.notes.append(f"answer cell(s) {', '.join(report.answer_errors)} raised an error "
-                            "(see the feedback)")
+    if status == GRADED:  # a test may pass all the same
+        report.notes += answer_error_notes(report.answer_errors, changed_cells)
     if result.sandbox.kind == Sandbox.NONE:
         report.notes.append("graded without a sandbox (--sandbox none)")
     report.nbgrader_scores = {k: v[0] for k, v in result.nbgrader_scores.items()

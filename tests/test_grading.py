@@ -348,7 +348,8 @@ def test_a_cell_past_the_memory_limit_fails_alone(mini_graded):
         "t-double": (2, 2), "t-square": (0, 3), "t-both": (0, 1)}
     text = (mini_graded.out / "feedback" / "memory-hog" / "mini.md").read_text()
     assert "MemoryError" in text and "limits the memory a notebook may use" in text, text
-    assert row["detail"] == "answer cell(s) q-square raised an error (see the feedback)", row
+    assert row["detail"] == ("answer cell(s) q-square raised an error (its message: the feedback's 'Answer cells "
+                             "that raised an error')"), row
 
 
 def test_a_cell_that_kills_the_kernel_fails_alone(mini_graded):
@@ -377,6 +378,20 @@ def test_nearly_blank_submissions(mini_graded):
         "no answer cell was changed from the release (it has 1 code cell the release does "
         "not have, but no test passed)")
     assert mini_graded.cell_scores("answered-elsewhere")["t-double"] == (2, 2)
+
+
+
+def test_an_answer_cell_left_as_released_is_not_answered_not_an_error():
+    """A test-yourself stub (``raise NotImplementedError()`` at the top level) left as released raises when it
+    runs: the instructor's notes call it not answered, and only a changed cell's error the learner's (the
+    newcomer trial's finding: both read "raised an error")."""
+    from course_tools.grade import answer_error_notes
+
+    assert answer_error_notes({"q-tys1": "NotImplementedError", "q-x": "ValueError: ..."}, ["q-x", "q-y"]) == [
+        "answer cell(s) q-tys1 were not answered (still the release's stub)",
+        "answer cell(s) q-x raised an error (its message: the feedback's 'Answer cells that raised an error')"]
+    assert answer_error_notes({}, ["q-x"]) == [] and answer_error_notes({"q-x": "e"}, ["nb/q-x"])[0].endswith(
+        "raised an error (its message: the feedback's 'Answer cells that raised an error')")
 
 
 def test_blank_detection_on_a_hand_built_notebook():
