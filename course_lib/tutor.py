@@ -261,18 +261,23 @@ def announce(namespace: dict, lesson: str) -> None:
 @contextmanager
 def if_answered():
     """Run a demo cell's code only as far as the answers it uses exist: an answer not written
-    yet (:func:`not_answered`) prints a one-line note instead of raising, so that Run All goes
-    on; any other error is raised as usual::
+    yet (:func:`not_answered`) prints a one-line note instead of raising (and closes the figures the
+    block opened, which would show empty axes), so that Run All goes on; any other error is raised
+    as usual::
 
         with checks.if_answered():
             print(gpt2_params(768, 12, 50257, 1024))
     """
+    pyplot = sys.modules.get("matplotlib.pyplot")  # loaded by the notebook, if it plots
+    figures = set(pyplot.get_fignums()) if pyplot else set()
     try:
         yield
     except (NotImplementedError, NameError, NotAnswered) as e:
         message = not_answered(e)
         if message is None:
             raise
+        for n in set(pyplot.get_fignums()) - figures if pyplot else ():  # its figure, drawn in part: not shown
+            pyplot.close(n)
         what, _, todo = message.partition(" is not answered yet: ")
         print(f"(This cell waits for {what}: {todo}, then run this cell again.)" if todo
               else f"(This cell waits for an answer: {message}.)")

@@ -260,3 +260,27 @@ def test_every_blank_answer_cell_names_its_exercise(assignment, monkeypatch):
         if not message or not any(message.startswith(f"{label} is not answered yet: set ") for label in labels):
             generic.append((meta["grade_id"], message))
     assert not generic, generic
+
+
+def test_a_demo_cell_waiting_for_an_answer_leaves_no_empty_figure(capsys):
+    """A demo cell that opens a figure and then calls an answer not written yet prints its note and closes
+    the figure it opened (else empty axes show under the note: the newcomer trial's finding); figures opened
+    before it, and a block that runs through, are left alone."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_lib.checks import if_answered
+
+    def stub():
+        raise NotImplementedError()
+
+    before = plt.figure().number
+    with if_answered():
+        plt.subplots()
+        stub()
+    assert plt.get_fignums() == [before] and "waits for" in capsys.readouterr().out
+    with if_answered():
+        drawn = plt.figure().number
+    assert plt.get_fignums() == [before, drawn]
+    plt.close("all")
