@@ -286,8 +286,8 @@ def _assignment(asked: list[str] | None, names: list[str], known: list[str],
         return hits[0]
     if len(known) == 1:
         return known[0]
-    found = (f"its notebooks are named {', '.join(sorted(stems)[:5])}" if stems
-             else "it holds no notebook")
+    found = (f"its notebooks are named {', '.join(sorted(stems)[:5])}" + (
+        f" and {len(stems) - 5} more" if len(stems) > 5 else "") if stems else "it holds no notebook")
     raise LMSError(f"cannot tell which assignment this {where} download is for ({found}; "
                    f"the course has {', '.join(known)}): pass --assignment")
 

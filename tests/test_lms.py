@@ -370,3 +370,13 @@ def test_a_canvas_column_is_found_by_its_name_whatever_the_case_and_spaces():
               "Current Score"]
     assert _canvas_column(header, "lesson1", None) == 5
     assert _canvas_column(header, "lesson2", None) is None
+
+
+def test_a_download_of_many_assignments_says_how_many_notebooks_it_did_not_name():
+    """The refusal names five of the download's notebooks and counts the rest, rather than reading as if
+    there were five (the newcomer trial's finding)."""
+    from course_tools.lms import LMSError, _assignment
+
+    names = [f"lesson{i}.ipynb" for i in range(1, 8)]
+    with pytest.raises(LMSError, match=r"named lesson1, lesson2, lesson3, lesson4, lesson5 and 2 more; "):
+        _assignment(None, names, ["lesson1", "lesson2", "lesson3"], "Canvas")
