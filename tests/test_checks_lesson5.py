@@ -322,7 +322,8 @@ def _ridge(ridge=None, batch=None):
     (_ridge(batch=lambda r, b, **_: r * b), "multiply-adds as FLOPs"),
     (_ridge(batch=lambda r, b, **_: r * 8 * b / 2), "bits"),
     (_ridge(batch=lambda r, b, **_: r * 2 / b), "solve 2·B"),
-], ids=["inverted", "TiB", "MACs-ridge", "MACs-batch", "bits", "upside-down"])
+    (_ridge(ridge=lambda P, W, **_: round(P / W)), "that is rounded"),  # the newcomer trial's finding
+], ids=["inverted", "TiB", "MACs-ridge", "MACs-batch", "bits", "upside-down", "rounded"])
 def test_ridge_mistake_is_named(fn, phrase):
     msg = fails(L5.check_ridge_point, fn, cases=notebook_cases("check_ridge_point"))
     assert phrase in msg

@@ -203,7 +203,8 @@ check_ridge_point = Exercise(
                              ridge=a["peak_flops"] / a["bandwidth"]),
     parts=[Part(0, expected="ridge", rel=1e-6, suffix="[0], the ridge point", mistakes=lambda r: _hints(
                "ridge_point", inverted=r["W"] / r["P"], tib=r["P"] / (r["W"] * 2**40 / 1e12),
-               half_peak=r["P"] / 2 / r["W"], bits_per_second=r["P"] / (8 * r["W"]))),
+               half_peak=r["P"] / 2 / r["W"], bits_per_second=r["P"] / (8 * r["W"])) | merged(_hints(
+               "ridge_point", rounded=round(r["ridge"]), rounded_1=round(r["ridge"], 1)))),
            Part(1, expected=lambda r: r["ridge"] * r["b"] / 2, rel=0.005, builds_on=("flops_per_weight_byte",),
                 suffix="[1], the decode batch at the ridge", mistakes=lambda r: merged(_hints(
                     "ridge_point", batch_macs=r["ridge"] * r["b"], batch_is_ridge=r["ridge"],
