@@ -59,11 +59,10 @@ _SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_s
 
 
 def as_shape(card) -> ModelShape:
-    """A ModelShape from a shipped card's name, a ModelShape, or a dict of its fields."""
-    if isinstance(card, (str, Mapping, ModelShape)):
-        return load_card(card) if isinstance(card, str) else \
-            card if isinstance(card, ModelShape) else ModelShape(**card)
-    raise TypeError(f"card must be a name, a ModelShape or a dict, got {type(card).__name__}")
+    """A ModelShape from a shipped card's name, a ModelShape, or a dict of its fields; else TypeError."""
+    if not isinstance(card, (str, Mapping, ModelShape)):
+        raise TypeError(f"card must be a name, a ModelShape or a dict, got {type(card).__name__}")
+    return load_card(card) if isinstance(card, str) else card if isinstance(card, ModelShape) else ModelShape(**card)
 
 
 def seven_b(n_kv_heads: int) -> ModelShape:
@@ -72,7 +71,6 @@ def seven_b(n_kv_heads: int) -> ModelShape:
 
 
 def _plain(s: ModelShape) -> ModelShape:
-    """``s``, if the learner's counters cover it (every shipped family but DeepSeek's extras)."""
     if s.mla is not None or s.n_shared_experts or s.n_dense_layers:
         raise ValueError(f"{s.name or s.model_type}: {HINTS['types']['not_plain']}")
     return s
@@ -84,8 +82,7 @@ def _kinds(s: ModelShape) -> tuple:
 
 
 def _whole(x, what: str, why: str):
-    """Fail if ``x`` is a number but not an integer (a float, a float tensor): the exercise asks
-    for an ``int`` because ``why``.  Not a number at all: :func:`check_value` says so."""
+    """Fail if ``x`` is a number but not an int (a float, a float tensor); not a number: check_value says so."""
     scalar, dtype = getattr(x, "ndim", None) == 0, str(getattr(x, "dtype", "")).split(".")[-1]
     if isinstance(x, numbers.Integral) and not isinstance(x, bool) or scalar and dtype.startswith(("int", "uint")):
         return
@@ -96,12 +93,8 @@ def _whole(x, what: str, why: str):
 
 def _check(fn, name: str, s: ModelShape | None, shown: bool, args: tuple, returns, *parts, kinds=(),
            text: str = "", random: bool = False, builds: tuple = (), counts: str = "params"):
-    """Check the learner's ``fn(*args)`` (:func:`~.exercise.call`, no :data:`_SHORTCUTS`) on card ``s``,
-    labelled ``text`` (default: the card's name, ``args[1:]``) if ``shown`` or ``random``, else by
-    shipped or not, model_type and ``kinds``; read it as ``returns`` (None: one value; a text naming
-    a tuple's values; dict keys) and compare each part ``(index, name, expected, mistakes, EXACT or
-    CLOSE)`` with :func:`check_value` (``builds`` named on a generic failure; an EXACT one must be an
-    int, :func:`_whole` with ``counts``).  Returns the label and the result read."""
+    """``fn(*args)`` on card ``s`` (label: ``text`` or the card's name and ``args[1:]``; hidden: ``kinds``), read as
+    ``returns``, each part ``(index, name, expected, mistakes, EXACT or CLOSE)`` checked; returns (label, result)."""
     if s is not None:
         text = text or ", ".join([s.name or f"a {s.model_type} shape", *map(str, args[1:])])
         kinds = (f"a shipped card of model_type {s.model_type}" if s.name else "a made-up shape", *kinds)
@@ -112,11 +105,10 @@ def _check(fn, name: str, s: ModelShape | None, shown: bool, args: tuple, return
             else as_keyed(got, returns, what)
     with builds_on(*builds) if builds else nullcontext():
         for index, part_name, expected, mistakes, tolerance in parts:
-            part = what if index is None else f"{what}[{index!r}]" + (f", {part_name}" if part_name else "")
-            check_value(got if index is None else got[index], expected, what=part,
-                        mistakes=mistakes, **tolerance)
+            part = f"{what}[{index!r}]" + (f", {part_name}" if part_name else "") if returns else what
+            check_value(got[index] if returns else got, expected, what=part, mistakes=mistakes, **tolerance)
             if tolerance is EXACT:  # right, but the exercise asks for an int
-                _whole(got if index is None else got[index], part, counts)
+                _whole(got[index] if returns else got, part, counts)
     return what, got
 
 
@@ -131,9 +123,8 @@ def gqa_inputs(batch: int, n_heads: int, n_kv_heads: int, pos: int, d_head: int,
 
 
 def _attend(q, k, v, causal=True, scale=True, dim=-1):
-    """Plain attention over already-matched heads (the mistakes' outputs): ``causal`` True, False,
-    "diagonal" (each token hidden from itself too) or "earlier" (the earlier tokens hidden, the later
-    seen: the mask the wrong way round), ``scale`` True, False or "d_head"."""
+    """Attention over matched heads (the mistakes' outputs); ``causal`` "diagonal": each token hidden from
+    itself too, "earlier": the mask the wrong way round."""
     import torch
     d, n = q.shape[-1], q.shape[-2]
     scores = q @ k.transpose(-2, -1) / {True: math.sqrt(d), False: 1, "d_head": d}[scale]
@@ -143,17 +134,15 @@ def _attend(q, k, v, causal=True, scale=True, dim=-1):
 
 
 def _pairing(found: list):
-    """A watch (:func:`~course_lib.checks.own_work`): appends to ``found`` each call of torch's
-    ``scaled_dot_product_attention(..., enable_gqa=True)`` on fewer key/value heads than query heads, which
-    pairs them for the learner (the exercise's work)."""
+    """A watch (own_work's refuse): torch's scaled_dot_product_attention(..., enable_gqa=True) pairing heads."""
     from torch.overrides import TorchFunctionMode
 
     class Pairing(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            q_k = [*args[:2], *(kwargs.get(n) for n in ("query", "key")[len(args[:2]):])]
-            if getattr(func, "__name__", "") == "scaled_dot_product_attention" and kwargs.get(
-                    "enable_gqa") and q_k[0].shape[-3] != q_k[1].shape[-3]:
+            q, k = [*args[:2], *(kwargs.get(n) for n in ("query", "key")[len(args[:2]):])]
+            if getattr(func, "__name__", "") == "scaled_dot_product_attention" and kwargs.get("enable_gqa") \
+                    and q.shape[-3] != k.shape[-3]:
                 found.append(func.__name__)
             return func(*args, **kwargs)
     return Pairing()
@@ -172,14 +161,12 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
             else on_hidden("grouped_query_attention", heads_kind(case["n_heads"], case["n_kv_heads"]))
         got = call(fn, what, q.clone(), k.clone(), v.clone(), shown=HIDDEN not in what, shortcuts=_SHORTCUTS,
                    explain_errors=True, refuse=[(_pairing, HINTS["gqa"]["enable_gqa"])])
-        if isinstance(got, torch.Tensor) and tuple(got.shape) != tuple(q.shape):
-            hint = f" ({HINTS['gqa']['per_kv_head']})" if got.shape[1:2] == k.shape[1:2] else ""
-            shapes = f" = {tuple(q.shape)}, got {tuple(got.shape)}" if shown else ", got another shape"
-            raise CheckFailed(HINTS["gqa"]["shape"].format(what=what, got=shapes) + hint)
+        per_kv_head = isinstance(got, torch.Tensor) and got.shape[1:2] == k.shape[1:2]  # if the shape is wrong
         g = case["n_heads"] // case["n_kv_heads"]
         ki, vi = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
         compare(got.detach().float() if isinstance(got, torch.Tensor) else got, F.scaled_dot_product_attention(
             q, k, v, is_causal=True, enable_gqa=True), what=what, shown=shown, rtol=1e-4, atol=1e-5, tensor=True,
+            shape_words=HINTS["gqa"]["shape"] + (f"; {HINTS['gqa']['per_kv_head']}" if per_kv_head else ""),
             otherwise=lambda got, e: None if not got.isfinite().all() else HINTS["gqa"]["differs"].format(
                 by=float((got - e).abs().max())), mistakes=lambda: _hints(
                 "gqa", repeat=_attend(q, k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)),
