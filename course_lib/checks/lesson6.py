@@ -358,14 +358,6 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
 
 # --- the four sizes (the recap) ----------------------------------------------------------------
 
-def weight_mistakes(s: ModelShape, b) -> dict:
-    """``{diagnosis: wrong weight bytes}``."""
-    c, wb = count_params(s), weight_bytes(s, _dtype(b))
-    return merged(_hints("four_sizes", active=c.active * b, params=c.total, gib=wb / GiB, gb=wb / GB,
-                         tied=wb + s.d_vocab * s.d_model * b if s.tied_embeddings else None,
-                         fixed_bytes=c.total * BYTES_16BIT if b != BYTES_16BIT else None))
-
-
 FOUR_SIZES_CARDS, FOUR_SIZES_BYTES = (MIXTRAL, "gpt2"), (BYTES_16BIT, 4)
 """Visible inputs of :func:`check_four_sizes`: experts, and a dense card with a tied head; 16- and 32-bit."""
 
@@ -376,12 +368,15 @@ def check_four_sizes(fn, cards: Sequence = FOUR_SIZES_CARDS,
     "kv_cache_bytes_per_token", "weight_bytes"}`` against course_lib's counters."""
     for card, b in product(cards, bytes_per_number):
         s = _plain(as_shape(card))
-        c = count_params(s)
+        c, wb = count_params(s), weight_bytes(s, _dtype(b))
+        weight_m = merged(_hints("four_sizes", active=c.active * b, params=c.total, gib=wb / GiB, gb=wb / GB,
+                                 tied=wb + s.d_vocab * s.d_model * b if s.tied_embeddings else None,
+                                 fixed_bytes=c.total * BYTES_16BIT if b != BYTES_16BIT else None))
         _check(fn, "four_sizes", s, is_shown((card, b), [*product(FOUR_SIZES_CARDS, FOUR_SIZES_BYTES)]),
                (s, b), FOUR_SIZES_KEYS, ("total_params", "", c.total, total_mistakes(s), EXACT),
                ("active_params", "", c.active, active_mistakes(s), EXACT),
                ("kv_cache_bytes_per_token", "", kv_cache_bytes_per_token(s, _dtype(b)), kv_mistakes(s, b), CLOSE),
-               ("weight_bytes", "", weight_bytes(s, _dtype(b)), weight_mistakes(s, b), CLOSE),
+               ("weight_bytes", "", wb, weight_m, CLOSE),
                builds=("card_params", "kv_bytes_per_token"), kinds=_kinds(s)[:1])
 
 
@@ -390,8 +385,6 @@ def check_four_sizes(fn, cards: Sequence = FOUR_SIZES_CARDS,
 # every run, so the grader's run of the model answer tries it too), labelled [random shape].
 
 def _random_hybrid(seed: str = "lesson6/kv_bytes_per_sequence") -> dict:
-    """4 to 40 layers, 1 to all but one sliding; 1 to 8 kv heads of 32 to 128, each serving 1, 2
-    or 4 query heads; a window of 64 to 4,096 and 2 to 8 times as many tokens; 1, 2 or 4 bytes."""
     rng = random.Random(seed)
     n_layers, n_kv = rng.randint(4, 40), rng.choice((1, 2, 4, 8))
     n_heads, d_head = n_kv * rng.choice((1, 2, 4)), rng.choice((32, 64, 80, 128))
@@ -404,8 +397,7 @@ def _random_hybrid(seed: str = "lesson6/kv_bytes_per_sequence") -> dict:
 
 
 def _random_shared_moe(seed: str = "lesson6/moe_layer_params") -> dict:
-    """A mixture of 8 to 64 experts, 2 to half of them per token, and 1 to 3 shared experts of a
-    width of their own (never n_shared_experts × d_ff)."""
+    """Shared experts of a width of their own (never n_shared_experts × d_ff)."""
     rng = random.Random(seed)
     d, n_experts = rng.choice((64, 96, 128, 256)), rng.choice((8, 16, 32, 64))
     return dict(d_model=d, n_layers=2, n_heads=4, d_ff=rng.choice((32, 48, 96)), d_vocab=100, n_ctx=64, mlp="swiglu",
@@ -428,24 +420,6 @@ MOE_CARDS = ("Qwen3-30B-A3B", "DeepSeek-V2-Lite", "gpt-oss-20b", "Qwen1.5-MoE-A2
 (Qwen1.5-MoE), and a shape with shared experts made at run time."""
 
 
-def seq_mistakes(s: ModelShape, n: int, b) -> dict:
-    """``{diagnosis: wrong bytes}`` for the usual slips in one sequence's cache."""
-    L, right = s.n_layers, kv_cache_bytes_per_sequence(s, n, _dtype(b))
-    per_token, mla, slide = kv_cache_bytes_per_token(s, _dtype(b)), s.mla is not None, s.sliding_layers
-    past = bool(slide) and n > s.sliding_window
-    some = past and slide < L
-    return merged(_hints(
-        "kv_bytes_per_sequence", one_token=per_token, numbers=right / b, only_keys=right / 2,
-        latent_pair=2 * right if mla else None, fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
-        no_window=per_token * n if past else None,
-        window_always=s.kv_cache_width * b * (slide * s.sliding_window + (L - slide) * n)
-        if slide and n < s.sliding_window else None, all_slide=per_token * s.sliding_window if some else None,
-        wrong_way=s.kv_cache_width * b * (slide * n + (L - slide) * s.sliding_window) if some else None,
-        latent_heads=2 * L * s.n_kv_heads * s.d_head * n * b if mla else None,
-        no_rope=L * s.mla.kv_lora_rank * n * b if mla else None, latent_per_head=right * s.n_heads if mla else None,
-        query_heads=right * s.group_size if not mla and s.n_kv_heads != s.n_heads else None))
-
-
 def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> None:
     """Check ``fn(s, n_tokens, bytes_per_number) -> bytes`` of one sequence's KV cache with each layer's kind: full
     attention (n_tokens kept), sliding window (min(n_tokens, window), in ``s.sliding_layers`` of the layers) or
@@ -453,34 +427,28 @@ def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> Non
     ``memory.kv_cache_bytes_per_sequence``.  A case: ``card``, ``n_tokens``, ``bytes_per_number`` (default 2)."""
     for case in cases:
         s, n, b = as_shape(case["card"]), case["n_tokens"], case.get("bytes_per_number", BYTES_16BIT)
-        random = case == RANDOM_SEQ_CASE
+        L, right, random = s.n_layers, kv_cache_bytes_per_sequence(s, n, _dtype(b)), case == RANDOM_SEQ_CASE
+        per_token, mla, slide = kv_cache_bytes_per_token(s, _dtype(b)), s.mla is not None, s.sliding_layers
+        past = bool(slide) and n > s.sliding_window
+        some = past and slide < L
+        mistakes = merged(_hints(
+            "kv_bytes_per_sequence", one_token=per_token, numbers=right / b, only_keys=right / 2,
+            latent_pair=2 * right if mla else None, fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
+            no_window=per_token * n if past else None,
+            window_always=s.kv_cache_width * b * (slide * s.sliding_window + (L - slide) * n)
+            if slide and n < s.sliding_window else None, all_slide=per_token * s.sliding_window if some else None,
+            wrong_way=s.kv_cache_width * b * (slide * n + (L - slide) * s.sliding_window) if some else None,
+            latent_heads=2 * L * s.n_kv_heads * s.d_head * n * b if mla else None,
+            no_rope=L * s.mla.kv_lora_rank * n * b if mla else None, latent_per_head=right * s.n_heads if mla else None,
+            query_heads=right * s.group_size if not mla and s.n_kv_heads != s.n_heads else None))
         _check(fn, "kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), (s, n, b), None, (
-            None, "", kv_cache_bytes_per_sequence(s, n, _dtype(b)), seq_mistakes(s, n, b), CLOSE), kinds=(
+            None, "", right, mistakes, CLOSE), kinds=(
                 "latent attention" if s.mla is not None else "every layer full attention"
                 if not s.sliding_layers else "every layer sliding"
                 if s.sliding_layers == s.n_layers else "sliding and full layers",
                 "shorter than the window" if s.sliding_layers and n <= s.sliding_window else ""),
             random=random, text=HINTS["labels"]["random_hybrid"].format(
                 s=s, n=n, b=b, heads="s" * (s.n_kv_heads != 1)) if random else "")
-
-
-def moe_layer_counts(s: ModelShape) -> tuple:
-    """(held, used, their mistakes): the parameters of one mixture-of-experts layer's
-    feed-forward part and router (its last block's), those one token passes through, and
-    ``{diagnosis: wrong held}``, ``{diagnosis: wrong used}``."""
-    E, k, expert = s.n_experts, s.n_experts_per_tok, mlp_params(s)
-    held = feed_forward_params_per_layer(s, s.n_layers - 1) + router_params_per_layer(s)
-    used = held - (E - k) * expert
-    shared, n_shared = mlp_params(s, s.shared_width) if s.n_shared_experts else 0, s.n_shared_experts
-    common = _hints("moe_layer_params", no_router=-router_params_per_layer(s), no_shared=-shared,
-                    gate=-s.d_model if s.shared_expert_gate else None, router_bias=-E if s.router_bias else None,
-                    shared_each=(n_shared - 1) * shared if n_shared > 1 else None,
-                    shared_width=mlp_params(s, n_shared * s.d_ff) - shared
-                    if n_shared and s.shared_width != n_shared * s.d_ff else None)
-    held_m = _hints("moe_layer_params", held_used=used, held_one=held - (E - 1) * expert)
-    used_m = _hints("moe_layer_params", all_active=held, used_one=used - (k - 1) * expert, used_share=held * k / E)
-    return (held, used, merged({**held_m, **{d: held + v for d, v in common.items()}}),
-            merged({**used_m, **{d: used + v for d, v in common.items()}}))
 
 
 def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
@@ -492,9 +460,20 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
         s = as_shape(card)
         if not s.is_moe:
             raise ValueError(f"{s.name or 'a shape'} has no experts")
-        held, used, held_m, used_m = moe_layer_counts(s)
+        E, k, expert, n_shared = s.n_experts, s.n_experts_per_tok, mlp_params(s), s.n_shared_experts
+        held = feed_forward_params_per_layer(s, s.n_layers - 1) + router_params_per_layer(s)  # the last block's
+        used, shared = held - (E - k) * expert, mlp_params(s, s.shared_width) if n_shared else 0
+        common = _hints("moe_layer_params", no_router=-router_params_per_layer(s), no_shared=-shared,
+                        gate=-s.d_model if s.shared_expert_gate else None, router_bias=-E if s.router_bias else None,
+                        shared_each=(n_shared - 1) * shared if n_shared > 1 else None,
+                        shared_width=mlp_params(s, n_shared * s.d_ff) - shared
+                        if n_shared and s.shared_width != n_shared * s.d_ff else None)
+        held_m = _hints("moe_layer_params", held_used=used, held_one=held - (E - 1) * expert)
+        used_m = _hints("moe_layer_params", all_active=held, used_one=used - (k - 1) * expert, used_share=held * k / E)
         _check(fn, "moe_layer_params", s, is_shown(card, MOE_CARDS), (s,), "held, used",
-               (0, "held", held, held_m, EXACT), (1, "used", used, used_m, EXACT), random=card == RANDOM_MOE_CARD,
+               (0, "held", held, merged({**held_m, **{d: held + v for d, v in common.items()}}), EXACT),
+               (1, "used", used, merged({**used_m, **{d: used + v for d, v in common.items()}}), EXACT),
+               random=card == RANDOM_MOE_CARD,
                kinds=("shared experts" if s.n_shared_experts else "no shared experts",),
                text=HINTS["labels"]["random_shared_moe"].format(s=s) if card == RANDOM_MOE_CARD else "")
 
