@@ -22,7 +22,7 @@ from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import CheckFailed, as_keyed, as_tuple, builds_on, check_value, heads_kind, is_shown, on_hidden
 from .exercise import (HIDDEN, RANDOM_TAG, Question, call, compare, dtype_name as _dtype, exactly, label,  # noqa: F401
-                       merged, name_mistake, requires)  # RANDOM_TAG: for the tests
+                       merged, requires)  # RANDOM_TAG: for the tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -172,8 +172,8 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
                 "gqa", repeat=_attend(q, k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)),
                 no_mask=_attend(q, ki, vi, causal=False), no_scale=_attend(q, ki, vi, scale=False),
                 diagonal=_attend(q, ki, vi, causal="diagonal"), earlier=_attend(q, ki, vi, causal="earlier"),
-                scale_d_head=_attend(q, ki, vi, scale="d_head"),
-                softmax_dim=_attend(q, ki, vi, dim=-2), head0=_attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
+                scale_d_head=_attend(q, ki, vi, scale="d_head"), softmax_dim=_attend(q, ki, vi, dim=-2),
+                head0=_attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
                 swapped=_attend(q, vi, ki)))
 
 
@@ -263,10 +263,8 @@ def total_mistakes(s: ModelShape) -> dict:
         s.n_heads * s.d_head
     t, attn, mlp, norm, norms = c.total, attention_params_per_layer(s), mlp_params(s), norm_params(s), c.norms
     no_bias = count_params(s.with_(qkv_bias=False, out_bias=False, mlp_bias=False)).total
-    one_bias = {k: count_params(s.with_(**{k: False})).total if getattr(s, k) else None
-                for k in ("qkv_bias", "out_bias", "mlp_bias")}  # one kind of bias missing
-    if sum(v is not None for v in one_bias.values()) < 2:
-        one_bias = {}  # only one kind on this card: "biases" names it
+    biased = [k for k in ("qkv_bias", "out_bias", "mlp_bias") if getattr(s, k)]  # one kind missing, if 2 or more
+    one_bias = {k: count_params(s.with_(**{k: False})).total for k in biased} if len(biased) > 1 else {}
     ffs, own_head = (E if moe else 1) * L, d % s.n_heads == 0 and d // s.n_heads != s.d_head
     return merged(_hints(
         "card_params", active_count=c.active if moe else None,
@@ -276,14 +274,12 @@ def total_mistakes(s: ModelShape) -> dict:
         tied=t + s.d_vocab * d if tied else None, untied=None if tied else t - s.d_vocab * d,
         kv_query_heads=count_params(s.with_(n_kv_heads=s.n_heads)).total if s.n_kv_heads != s.n_heads else None,
         d_head=count_params(s.with_(d_head=d // s.n_heads)).total if own_head else None,
-        gated=t - ffs * d * s.d_ff if s.mlp_matrices == 3 else None,
-        no_norms=t - norms if norms else None, final_norm=t - norm if norms else None,
+        gated=t - ffs * d * s.d_ff if s.mlp_matrices == 3 else None, no_norms=t - norms if norms else None,
+        final_norm=t - norm if norms else None,
         norms_per_block=t + (2 - s.norms_per_block) * L * norm if norms and s.norms_per_block != 2 else None,
-        positions=t - s.n_ctx * d if s.positions == "learned" else None,
-        biases=no_bias if no_bias != t else None,
+        positions=t - s.n_ctx * d if s.positions == "learned" else None, biases=no_bias if no_bias != t else None,
         ungated=t + ffs * d * s.d_ff if s.mlp_matrices == 2 else None,
-        layernorm_weight=t - norms // 2 if s.norm == "layernorm" else None,
-        **one_bias,
+        layernorm_weight=t - norms // 2 if s.norm == "layernorm" else None, **one_bias,
         mlp_bias_shape=t + ffs * (s.d_ff - d) if s.mlp_bias and s.d_ff != d else None,
         router_per_expert=t + (E - 1) * s.moe_layers * router_params_per_layer(s) if moe else None,
         query_width=t - L * (2 * d + s.qkv_bias) * (q - d) if q != d else None,
@@ -338,12 +334,10 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
         up, near, fits = math.ceil((mem - w) / seq), round((mem - w) / seq), w <= mem  # rounding's slips
         mistakes = merged(_hints(
             "requests_that_fit", too_big=(mem - w) // seq if w > mem else None,
-            too_big_trunc=int((mem - w) / seq) if w > mem else None,
-            memory_gib=max(0, (mem * GiB // GB - w) // seq),
+            too_big_trunc=int((mem - w) / seq) if w > mem else None, memory_gib=max(0, (mem * GiB // GB - w) // seq),
             no_weights=mem // seq, mha_weights=max(0, (mem - mha_w) // seq),
             round_either=up if fits and up == near else None, round_up=up if fits and up != near else None,
-            round_nearest=near if fits and up != near else None,
-            keys_only=max(0, (mem - w) // (seq // 2)),
+            round_nearest=near if fits and up != near else None, keys_only=max(0, (mem - w) // (seq // 2)),
             query_heads=max(0, (mem - w) // (seq * s.group_size)),
             active_weights=max(0, (mem - count_params(s).active * b) // seq) if s.is_moe else None,
             per_token=max(0, (mem - w) // (seq // n)) if n > 1 else None,
@@ -389,10 +383,10 @@ def _random_hybrid(seed: str = "lesson6/kv_bytes_per_sequence") -> dict:
     n_layers, n_kv = rng.randint(4, 40), rng.choice((1, 2, 4, 8))
     n_heads, d_head = n_kv * rng.choice((1, 2, 4)), rng.choice((32, 64, 80, 128))
     window = rng.randint(64, 4096)
-    card = dict(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv, d_ff=4 * n_heads * d_head,
-                d_vocab=1000, n_ctx=16 * window, mlp="swiglu", norm="rmsnorm", positions="rotary", qkv_bias=False,
-                out_bias=False, mlp_bias=False, tied_embeddings=False, sliding_window=window,
-                n_sliding_layers=rng.randint(1, n_layers - 1))
+    card = dict(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv,
+                d_ff=4 * n_heads * d_head, d_vocab=1000, n_ctx=16 * window, mlp="swiglu", norm="rmsnorm",
+                positions="rotary", qkv_bias=False, out_bias=False, mlp_bias=False, tied_embeddings=False,
+                sliding_window=window, n_sliding_layers=rng.randint(1, n_layers - 1))
     return dict(card=card, n_tokens=window * rng.randint(2, 8), bytes_per_number=rng.choice((1, 2, 4)))
 
 
