@@ -1,9 +1,8 @@
-"""Checks for lesson 6, "Variants and the model card": each compares a learner's answer with an
-independent reference (torch's ``scaled_dot_product_attention(..., enable_gqa=True)``; ``numel``
-and ``moe.active_params_per_token``; course_lib's ``params`` and ``memory``, tested against
-``transformers`` on the meta device) and names the likely mistake (hints/lesson6.toml) without
-showing the expected value.  A card is a shipped card's name, a :class:`ModelShape` or a dict of
-its fields.  The learner's functions may not call course_lib's counters, the MoE layer's own or
+"""Checks for lesson 6, "Variants and the model card": each compares a learner's answer with an independent reference
+(torch's ``scaled_dot_product_attention(..., enable_gqa=True)``; ``numel`` and ``moe.active_params_per_token``;
+course_lib's ``params`` and ``memory``, tested against ``transformers`` on the meta device) and names the likely mistake
+(hints/lesson6.toml) without showing the expected value.  A card is a shipped card's name, a :class:`ModelShape` or a
+dict of its fields.  The learner's functions may not call course_lib's counters, the MoE layer's own or
 ``kv_cache_width``."""
 from __future__ import annotations
 
@@ -27,11 +26,11 @@ from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
 SEALED, HINTS, _hints = _load_sealed("lesson6"), _load_hints("lesson6"), words("lesson6")
-"""Sealed answers by salt (sealed_answers/lesson6.json); mistakes' words (hints/lesson6.toml), and
-``{words: value}`` of mistakes keyed as there (None: not on this input)."""
+"""Sealed answers by salt (sealed_answers/lesson6.json); mistakes' words (hints/lesson6.toml), and ``{words: value}`` of
+mistakes keyed as there (None: not on this input)."""
 SERVE_TOKENS, SERVE_MEMORY, BYTES_16BIT, MIXTRAL = 8192, 80 * GB, 2, "Mixtral-8x7B-v0.1"
-"""The requests example: 8,192 tokens on an 80 GB accelerator (an H100 SXM, 80 × 10^9 bytes:
-its data sheet's figure, course_lib.units) in 16-bit; the recap's card."""
+"""The requests example: 8,192 tokens on an 80 GB accelerator (an H100 SXM, 80 × 10^9 bytes: its data sheet's figure,
+course_lib.units) in 16-bit; the recap's card."""
 TOO_BIG_CASE = dict(card="Llama-2-70b-hf", n_tokens=4096, memory_bytes=80 * GB)
 """A visible case of :func:`check_requests_that_fit`: the 16-bit weights alone overflow 80 GB."""
 EXPERTS_CASE = dict(card="Mixtral-8x7B-v0.1", n_tokens=32768, memory_bytes=141 * GB, bytes_per_number=1)
@@ -47,11 +46,11 @@ TOY_MOE = ModelShape(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_head=24,
                      qkv_bias=False, out_bias=False, mlp_bias=False, tied_embeddings=True,
                      name="lesson6.TOY_MOE, 3 of 5 experts a token")
 CARD_PARAMS_CARDS = (MIXTRAL, "gpt2", "gemma-2-9b", TOY_MOE)
-"""Visible cards of :func:`check_card_params`: experts; a tied head, biases and learned
-positions; d_head · n_heads ≠ d_model with four norms a block; 3 experts a token, tied."""
+"""Visible cards of :func:`check_card_params`: experts; a tied head, biases and learned positions; d_head · n_heads ≠
+d_model with four norms a block; 3 experts a token, tied."""
 KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b", "Qwen2-7B-Instruct")
-"""Visible cards of :func:`check_kv_bytes_per_token`, in 16- and 8-bit (:data:`KV_TOKEN_BYTES`):
-8 key/value heads in groups of 4; d_head ≠ d_model / n_heads, groups of 2; 4 in groups of 7."""
+"""Visible cards of :func:`check_kv_bytes_per_token`, in 16- and 8-bit (:data:`KV_TOKEN_BYTES`): 8 key/value heads in
+groups of 4; d_head ≠ d_model / n_heads, groups of 2; 4 in groups of 7."""
 KV_TOKEN_BYTES = (BYTES_16BIT, 1)
 FOUR_SIZES_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "weight_bytes")
 EXACT, CLOSE = dict(integer=True), dict(rel=1e-12)  # a count; bytes (check_value's keywords)
@@ -114,14 +113,6 @@ def _check(fn, name: str, s: ModelShape | None, shown: bool, args: tuple, return
 
 # --- grouped-query attention -----------------------------------------------------------------
 
-def gqa_inputs(batch: int, n_heads: int, n_kv_heads: int, pos: int, d_head: int, seed: int):
-    """Seeded float32 q (batch, n_heads, pos, d_head), k and v (batch, n_kv_heads, pos, d_head),
-    from their own generator (the notebook's random state is left alone)."""
-    import torch
-    g = torch.Generator().manual_seed(seed)
-    return [torch.randn(batch, h, pos, d_head, generator=g) for h in (n_heads, n_kv_heads, n_kv_heads)]
-
-
 def _attend(q, k, v, causal=True, scale=True, dim=-1):
     """Attention over matched heads (the mistakes' outputs); ``causal`` "diagonal": each token hidden from
     itself too, "earlier": the mask the wrong way round."""
@@ -149,14 +140,15 @@ def _pairing(found: list):
 
 
 def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
-    """Check ``fn(q, k, v) -> out``: causal grouped-query attention, q (batch, n_heads, pos,
-    d_head), k and v (batch, n_kv_heads, pos, d_head), out like q, query head i reading kv head
-    i // (n_heads // n_kv_heads).  Against torch's ``scaled_dot_product_attention(q, k, v,
-    is_causal=True, enable_gqa=True)``, float32, tolerance 1e-5."""
+    """Check ``fn(q, k, v) -> out``: causal grouped-query attention, q (batch, n_heads, pos, d_head), k and v (batch,
+    n_kv_heads, pos, d_head), out like q, query head i reading kv head i // (n_heads // n_kv_heads).  Against torch's
+    ``scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)``, float32, tolerance 1e-5."""
     import torch
     import torch.nn.functional as F
-    for case in cases:
-        (q, k, v), shown = gqa_inputs(**case), is_shown(case, GQA_CASES)
+    for case in cases:  # q, k, v from their own generator (the notebook's random state is left alone)
+        gen, shown = torch.Generator().manual_seed(case["seed"]), is_shown(case, GQA_CASES)
+        q, k, v = (torch.randn(case["batch"], h, case["pos"], case["d_head"], generator=gen)
+                   for h in (case["n_heads"], case["n_kv_heads"], case["n_kv_heads"]))
         what = f"grouped_query_attention on q {tuple(q.shape)}, k and v {tuple(k.shape)}" if shown \
             else on_hidden("grouped_query_attention", heads_kind(case["n_heads"], case["n_kv_heads"]))
         got = call(fn, what, q.clone(), k.clone(), v.clone(), shown=HIDDEN not in what, shortcuts=_SHORTCUTS,
@@ -190,8 +182,8 @@ def kv_mistakes(s: ModelShape, b) -> dict:
 
 def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
                              bytes_per_number: Sequence = KV_TOKEN_BYTES) -> None:
-    """Check ``fn(s, bytes_per_number) -> bytes`` one token adds to the KV cache, 2 × n_layers ×
-    n_kv_heads × d_head × bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
+    """Check ``fn(s, bytes_per_number) -> bytes`` one token adds to the KV cache, 2 × n_layers × n_kv_heads × d_head ×
+    bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
     for card, b in product(cards, bytes_per_number):
         s = _plain(as_shape(card))
         _check(fn, "kv_bytes_per_token", s, is_shown((card, b), [*product(KV_TOKEN_CARDS, KV_TOKEN_BYTES)]),
@@ -202,8 +194,7 @@ def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
 # --- a toy mixture-of-experts layer ----------------------------------------------------------
 
 def moe_layer(d_model, d_ff, n_experts, top_k, mlp, bias, batch, pos, seed):
-    """A seeded :class:`~course_lib.moe.MoEFeedForward` and an input x (batch, pos, d_model),
-    made without touching the notebook's random state."""
+    """A seeded :class:`~course_lib.moe.MoEFeedForward` and x (batch, pos, d_model); the notebook's random state kept."""
     import torch
     from ..moe import MoEFeedForward
     with torch.random.fork_rng(devices=[]):
@@ -213,10 +204,10 @@ def moe_layer(d_model, d_ff, n_experts, top_k, mlp, bias, batch, pos, seed):
 
 
 def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
-    """Check ``fn(layer, x) -> (total, active)`` for a MoEFeedForward ``layer``: its parameters
-    (an int), and those each token of x passes through, the router and the experts it is sent to
-    (an integer tensor (batch, pos)).  Against ``numel``, ``params.router_params_per_layer +
-    n_experts × params.mlp_params`` and ``moe.active_params_per_token``."""
+    """Check ``fn(layer, x) -> (total, active)`` for a MoEFeedForward ``layer``: its parameters (an int), and those each
+    token of x passes through, the router and the experts it is sent to (an integer tensor (batch, pos)).  Against
+    ``numel``, ``params.router_params_per_layer + n_experts × params.mlp_params`` and ``moe.active_params_per_token``.
+    """
     import torch
     from ..moe import active_params_per_token
     for spec in layers:
@@ -297,8 +288,8 @@ def active_mistakes(s: ModelShape) -> dict:
 
 
 def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
-    """Check ``fn(s) -> (total, active)`` parameters of a card (no latent attention, shared
-    experts or dense first layers) against ``count_params(s).total`` and ``.active``."""
+    """Check ``fn(s) -> (total, active)`` parameters of a card (no latent attention, shared experts or dense first
+    layers) against ``count_params(s).total`` and ``.active``."""
     for card in cards:
         s = _plain(as_shape(card))
         c = count_params(s)
@@ -320,8 +311,7 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
     shown_cases = [*(dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
                      for kv in (32, 8)), TOO_BIG_CASE, EXPERTS_CASE]
     for case in shown_cases if cases is None else cases:
-        s = as_shape(case["card"])
-        s = _plain(s.with_(n_kv_heads=case["n_kv_heads"]) if "n_kv_heads" in case else s)
+        s = _plain(as_shape(case["card"]).with_(**{k: v for k, v in case.items() if k == "n_kv_heads"}))
         if s.sliding_window is not None:
             raise ValueError(f"{s.name}: sliding_window={s.sliding_window} is outside this check")
         n, mem, b = case["n_tokens"], case["memory_bytes"], case.get("bytes_per_number", BYTES_16BIT)
@@ -358,8 +348,8 @@ FOUR_SIZES_CARDS, FOUR_SIZES_BYTES = (MIXTRAL, "gpt2"), (BYTES_16BIT, 4)
 
 def check_four_sizes(fn, cards: Sequence = FOUR_SIZES_CARDS,
                      bytes_per_number: Sequence = FOUR_SIZES_BYTES) -> None:
-    """Check ``fn(s, bytes_per_number) -> {"total_params", "active_params",
-    "kv_cache_bytes_per_token", "weight_bytes"}`` against course_lib's counters."""
+    """Check ``fn(s, bytes_per_number) -> {"total_params", "active_params", "kv_cache_bytes_per_token",
+    "weight_bytes"}`` against course_lib's counters."""
     for card, b in product(cards, bytes_per_number):
         s = _plain(as_shape(card))
         c, wb = count_params(s), weight_bytes(s, _dtype(b))
@@ -446,10 +436,10 @@ def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> Non
 
 
 def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
-    """Check ``fn(s) -> (held, used)`` for one mixture-of-experts layer of ``s``: held = the
-    routed experts, the shared experts (one feed-forward layer ``s.shared_width`` wide) and the
-    router; used = the router, the shared experts and ``n_experts_per_tok`` routed ones; against
-    ``params.feed_forward_params_per_layer`` and ``router_params_per_layer``."""
+    """Check ``fn(s) -> (held, used)`` for one mixture-of-experts layer of ``s``: held = the routed experts, the shared
+    experts (one feed-forward layer ``s.shared_width`` wide) and the router; used = the router, the shared experts and
+    ``n_experts_per_tok`` routed ones; against ``params.feed_forward_params_per_layer`` and ``router_params_per_layer``.
+    """
     for card in cards:
         s = as_shape(card)
         if not s.is_moe:
@@ -473,9 +463,9 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
 
 
 # --- real-world examples and test yourself: sealed ---------------------------------------------
-# Salted hashes of the forms that count as right and of those the usual mistakes give, so
-# neither this file nor a message shows them (course_lib.checks.sealed).  Tolerances: 0.2 % for
-# GiB and the fraction, whole numbers exact.  Regenerate: ``python -m course_tools.seal``.
+# Salted hashes of the forms that count as right and of those the usual mistakes give, so neither this file nor a
+# message shows them (course_lib.checks.sealed).  Tolerances: 0.2 % for GiB and the fraction, whole numbers exact.
+# Regenerate: ``python -m course_tools.seal``.
 
 check_llama2_70b = Question((SEALED["lesson6/llama2_70b_saved_gib"],), builds_on=("kv_bytes_per_token",))
 """GiB of 16-bit cache Llama 2 70B saves per sequence of its full 4,096-token context with 8
