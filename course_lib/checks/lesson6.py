@@ -20,7 +20,7 @@ from ..params import (attention_params_per_layer, count_params, feed_forward_par
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import CheckFailed, as_keyed, as_tuple, builds_on, check_value, heads_kind, is_shown, on_hidden
-from .exercise import (HIDDEN, RANDOM_TAG, Question, call, compare, dtype_name as _dtype, exactly, label,  # noqa: F401
+from .exercise import (RANDOM_TAG, Question, call, compare, dtype_name as _dtype, exactly, label,  # noqa: F401
                        merged, requires)  # RANDOM_TAG: for the tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
@@ -48,10 +48,9 @@ TOY_MOE = ModelShape(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_head=24,
 CARD_PARAMS_CARDS = (MIXTRAL, "gpt2", "gemma-2-9b", TOY_MOE)
 """Visible cards of :func:`check_card_params`: experts; a tied head, biases and learned positions; d_head · n_heads ≠
 d_model with four norms a block; 3 experts a token, tied."""
-KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b", "Qwen2-7B-Instruct")
+KV_TOKEN_CARDS, KV_TOKEN_BYTES = ("Meta-Llama-3-8B", "gemma-2-9b", "Qwen2-7B-Instruct"), (BYTES_16BIT, 1)
 """Visible cards of :func:`check_kv_bytes_per_token`, in 16- and 8-bit (:data:`KV_TOKEN_BYTES`): 8 key/value heads in
 groups of 4; d_head ≠ d_model / n_heads, groups of 2; 4 in groups of 7."""
-KV_TOKEN_BYTES = (BYTES_16BIT, 1)
 FOUR_SIZES_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "weight_bytes")
 EXACT, CLOSE = dict(integer=True), dict(rel=1e-12)  # a count; bytes (check_value's keywords)
 _SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_sizes"}, "shapes.py": {"kv_cache_width"}}
@@ -151,7 +150,7 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
                    for h in (case["n_heads"], case["n_kv_heads"], case["n_kv_heads"]))
         what = f"grouped_query_attention on q {tuple(q.shape)}, k and v {tuple(k.shape)}" if shown \
             else on_hidden("grouped_query_attention", heads_kind(case["n_heads"], case["n_kv_heads"]))
-        got = call(fn, what, q.clone(), k.clone(), v.clone(), shown=HIDDEN not in what, shortcuts=_SHORTCUTS,
+        got = call(fn, what, q.clone(), k.clone(), v.clone(), shown=shown, shortcuts=_SHORTCUTS,
                    explain_errors=True, refuse=[(_pairing, HINTS["gqa"]["enable_gqa"])])
         per_kv_head = isinstance(got, torch.Tensor) and got.shape[1:2] == k.shape[1:2]  # if the shape is wrong
         g = case["n_heads"] // case["n_kv_heads"]
