@@ -170,8 +170,7 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
 
 # --- the KV cache per token ------------------------------------------------------------------
 
-def kv_mistakes(s: ModelShape, b) -> dict:
-    """``{diagnosis: wrong bytes per token}``."""
+def _kv_mistakes(s: ModelShape, b) -> dict:
     L, d, h, right = s.n_layers, s.d_model, s.n_heads, 2 * s.n_layers * s.n_kv_heads * s.d_head * b
     return merged(_hints(
         "kv_bytes_per_token", d_head=2 * L * s.n_kv_heads * (d // h) * b if d % h == 0 and d // h != s.d_head else None,
@@ -186,14 +185,14 @@ def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
     for card, b in product(cards, bytes_per_number):
         s = _plain(as_shape(card))
         _check(fn, "kv_bytes_per_token", s, is_shown((card, b), [*product(KV_TOKEN_CARDS, KV_TOKEN_BYTES)]),
-               (s, b), None, (None, "", kv_cache_bytes_per_token(s, _dtype(b)), kv_mistakes(s, b), CLOSE),
+               (s, b), None, (None, "", kv_cache_bytes_per_token(s, _dtype(b)), _kv_mistakes(s, b), CLOSE),
                kinds=(heads_kind(s.n_heads, s.n_kv_heads), _kinds(s)[1]))
 
 
 # --- a toy mixture-of-experts layer ----------------------------------------------------------
 
 def moe_layer(d_model, d_ff, n_experts, top_k, mlp, bias, batch, pos, seed):
-    """A seeded :class:`~course_lib.moe.MoEFeedForward` and x (batch, pos, d_model); the notebook's random state kept."""
+    """A seeded :class:`~course_lib.moe.MoEFeedForward` and x (batch, pos, d_model); the notebook's RNG is kept."""
     import torch
     from ..moe import MoEFeedForward
     with torch.random.fork_rng(devices=[]):
@@ -247,8 +246,7 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
 
 # --- total and active parameters of a card ---------------------------------------------------
 
-def total_mistakes(s: ModelShape) -> dict:
-    """``{diagnosis: wrong total}`` for the usual slips in counting a card."""
+def _total_mistakes(s: ModelShape) -> dict:
     c, L, d, E, moe, tied, q = count_params(s), s.n_layers, s.d_model, s.n_experts, s.is_moe, s.tied_embeddings, \
         s.n_heads * s.d_head
     t, attn, mlp, norm, norms = c.total, attention_params_per_layer(s), mlp_params(s), norm_params(s), c.norms
@@ -276,8 +274,7 @@ def total_mistakes(s: ModelShape) -> dict:
         kv_d_head=t - L * (2 * d + 2 * s.qkv_bias) * s.n_kv_heads * (s.d_head - d // s.n_heads) if own_head else None))
 
 
-def active_mistakes(s: ModelShape) -> dict:
-    """``{diagnosis: wrong active count}`` for a mixture of experts (none for a dense card)."""
+def _active_mistakes(s: ModelShape) -> dict:
     c, k, moe_L = count_params(s), s.n_experts_per_tok, s.moe_layers
     return merged(_hints(
         "card_params", every_expert=c.total, active_no_routers=c.active - moe_L * router_params_per_layer(s),
@@ -294,8 +291,8 @@ def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
         c = count_params(s)
         dense = merged(_hints("card_params", dense=0, dense_ff=c.total - s.n_layers * mlp_params(s)))
         _check(fn, "card_params", s, is_shown(card, CARD_PARAMS_CARDS), (s,), "total, active",
-               (0, "the total", c.total, total_mistakes(s), EXACT),
-               (1, "the active parameters", c.active, active_mistakes(s) or dense, EXACT), kinds=_kinds(s))
+               (0, "the total", c.total, _total_mistakes(s), EXACT),
+               (1, "the active parameters", c.active, _active_mistakes(s) or dense, EXACT), kinds=_kinds(s))
 
 
 # --- requests that fit -----------------------------------------------------------------------
@@ -356,9 +353,9 @@ def check_four_sizes(fn, cards: Sequence = FOUR_SIZES_CARDS,
                                  tied=wb + s.d_vocab * s.d_model * b if s.tied_embeddings else None,
                                  fixed_bytes=c.total * BYTES_16BIT if b != BYTES_16BIT else None))
         _check(fn, "four_sizes", s, is_shown((card, b), [*product(FOUR_SIZES_CARDS, FOUR_SIZES_BYTES)]),
-               (s, b), FOUR_SIZES_KEYS, ("total_params", "", c.total, total_mistakes(s), EXACT),
-               ("active_params", "", c.active, active_mistakes(s), EXACT),
-               ("kv_cache_bytes_per_token", "", kv_cache_bytes_per_token(s, _dtype(b)), kv_mistakes(s, b), CLOSE),
+               (s, b), FOUR_SIZES_KEYS, ("total_params", "", c.total, _total_mistakes(s), EXACT),
+               ("active_params", "", c.active, _active_mistakes(s), EXACT),
+               ("kv_cache_bytes_per_token", "", kv_cache_bytes_per_token(s, _dtype(b)), _kv_mistakes(s, b), CLOSE),
                ("weight_bytes", "", wb, weight_m, CLOSE),
                builds=("card_params", "kv_bytes_per_token"), kinds=_kinds(s)[:1])
 
