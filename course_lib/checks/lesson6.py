@@ -421,14 +421,12 @@ def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> Non
             latent_heads=2 * L * s.n_kv_heads * s.d_head * n * b if mla else None,
             no_rope=L * s.mla.kv_lora_rank * n * b if mla else None, latent_per_head=right * s.n_heads if mla else None,
             query_heads=right * s.group_size if not mla and s.n_kv_heads != s.n_heads else None))
-        _check(fn, "kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), (s, n, b), None, (
-            None, "", right, mistakes, CLOSE), kinds=(
-                "latent attention" if s.mla is not None else "every layer full attention"
-                if not s.sliding_layers else "every layer sliding"
-                if s.sliding_layers == s.n_layers else "sliding and full layers",
-                "shorter than the window" if s.sliding_layers and n <= s.sliding_window else ""),
-            random=random, text=HINTS["labels"]["random_hybrid"].format(
-                s=s, n=n, b=b, heads="s" * (s.n_kv_heads != 1)) if random else "")
+        kinds = ("latent attention" if mla else "every layer full attention" if not slide else "every layer sliding"
+                 if slide == L else "sliding and full layers",
+                 "shorter than the window" if slide and n <= s.sliding_window else "")
+        text = HINTS["labels"]["random_hybrid"].format(s=s, n=n, b=b, heads="s" * (s.n_kv_heads != 1)) if random else ""
+        _check(fn, "kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), (s, n, b), None,
+               (None, "", right, mistakes, CLOSE), kinds=kinds, random=random, text=text)
 
 
 def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
@@ -453,8 +451,7 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
         _check(fn, "moe_layer_params", s, is_shown(card, MOE_CARDS), (s,), "held, used",
                (0, "held", held, merged({**held_m, **{d: held + v for d, v in common.items()}}), EXACT),
                (1, "used", used, merged({**used_m, **{d: used + v for d, v in common.items()}}), EXACT),
-               random=card == RANDOM_MOE_CARD,
-               kinds=("shared experts" if s.n_shared_experts else "no shared experts",),
+               random=card == RANDOM_MOE_CARD, kinds=("shared experts" if n_shared else "no shared experts",),
                text=HINTS["labels"]["random_shared_moe"].format(s=s) if card == RANDOM_MOE_CARD else "")
 
 
