@@ -1,9 +1,8 @@
-"""Checks for lesson 6, "Variants and the model card": each compares a learner's answer with an
-independent reference (torch's ``scaled_dot_product_attention(..., enable_gqa=True)``; ``numel``
-and ``moe.active_params_per_token``; course_lib's ``params`` and ``memory``, tested against
-``transformers`` on the meta device) and names the likely mistake (hints/lesson6.toml) without
-showing the expected value.  A card is a shipped card's name, a :class:`ModelShape` or a dict of
-its fields.  The learner's functions may not call course_lib's counters, the MoE layer's own or
+"""Checks for lesson 6, "Variants and the model card": each compares a learner's answer with an independent reference
+(torch's ``scaled_dot_product_attention(..., enable_gqa=True)``; ``numel`` and ``moe.active_params_per_token``;
+course_lib's ``params`` and ``memory``, tested against ``transformers`` on the meta device) and names the likely mistake
+(hints/lesson6.toml) without showing the expected value.  A card is a shipped card's name, a :class:`ModelShape` or a
+dict of its fields.  The learner's functions may not call course_lib's counters, the MoE layer's own or
 ``kv_cache_width``."""
 from __future__ import annotations
 
@@ -21,17 +20,17 @@ from ..params import (attention_params_per_layer, count_params, feed_forward_par
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import CheckFailed, as_keyed, as_tuple, builds_on, check_value, heads_kind, is_shown, on_hidden
-from .exercise import (HIDDEN, RANDOM_TAG, Question, call, compare, dtype_name as _dtype, exactly, label,  # noqa: F401
-                       merged, name_mistake, requires)  # RANDOM_TAG: for the tests
+from .exercise import (RANDOM_TAG, Question, call, compare, dtype_name as _dtype, exactly, label,  # noqa: F401
+                       merged, requires)  # RANDOM_TAG: for the tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
 SEALED, HINTS, _hints = _load_sealed("lesson6"), _load_hints("lesson6"), words("lesson6")
-"""Sealed answers by salt (sealed_answers/lesson6.json); mistakes' words (hints/lesson6.toml), and
-``{words: value}`` of mistakes keyed as there (None: not on this input)."""
+"""Sealed answers by salt (sealed_answers/lesson6.json); mistakes' words (hints/lesson6.toml), and ``{words: value}`` of
+mistakes keyed as there (None: not on this input)."""
 SERVE_TOKENS, SERVE_MEMORY, BYTES_16BIT, MIXTRAL = 8192, 80 * GB, 2, "Mixtral-8x7B-v0.1"
-"""The requests example: 8,192 tokens on an 80 GB accelerator (an H100 SXM, 80 × 10^9 bytes:
-its data sheet's figure, course_lib.units) in 16-bit; the recap's card."""
+"""The requests example: 8,192 tokens on an 80 GB accelerator (an H100 SXM, 80 × 10^9 bytes: its data sheet's figure,
+course_lib.units) in 16-bit; the recap's card."""
 TOO_BIG_CASE = dict(card="Llama-2-70b-hf", n_tokens=4096, memory_bytes=80 * GB)
 """A visible case of :func:`check_requests_that_fit`: the 16-bit weights alone overflow 80 GB."""
 EXPERTS_CASE = dict(card="Mixtral-8x7B-v0.1", n_tokens=32768, memory_bytes=141 * GB, bytes_per_number=1)
@@ -47,23 +46,21 @@ TOY_MOE = ModelShape(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_head=24,
                      qkv_bias=False, out_bias=False, mlp_bias=False, tied_embeddings=True,
                      name="lesson6.TOY_MOE, 3 of 5 experts a token")
 CARD_PARAMS_CARDS = (MIXTRAL, "gpt2", "gemma-2-9b", TOY_MOE)
-"""Visible cards of :func:`check_card_params`: experts; a tied head, biases and learned
-positions; d_head · n_heads ≠ d_model with four norms a block; 3 experts a token, tied."""
-KV_TOKEN_CARDS = ("Meta-Llama-3-8B", "gemma-2-9b", "Qwen2-7B-Instruct")
-"""Visible cards of :func:`check_kv_bytes_per_token`, in 16- and 8-bit (:data:`KV_TOKEN_BYTES`):
-8 key/value heads in groups of 4; d_head ≠ d_model / n_heads, groups of 2; 4 in groups of 7."""
-KV_TOKEN_BYTES = (BYTES_16BIT, 1)
+"""Visible cards of :func:`check_card_params`: experts; a tied head, biases and learned positions; d_head · n_heads ≠
+d_model with four norms a block; 3 experts a token, tied."""
+KV_TOKEN_CARDS, KV_TOKEN_BYTES = ("Meta-Llama-3-8B", "gemma-2-9b", "Qwen2-7B-Instruct"), (BYTES_16BIT, 1)
+"""Visible cards of :func:`check_kv_bytes_per_token`, in 16- and 8-bit (:data:`KV_TOKEN_BYTES`): 8 key/value heads in
+groups of 4; d_head ≠ d_model / n_heads, groups of 2; 4 in groups of 7."""
 FOUR_SIZES_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "weight_bytes")
 EXACT, CLOSE = dict(integer=True), dict(rel=1e-12)  # a count; bytes (check_value's keywords)
 _SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_sizes"}, "shapes.py": {"kv_cache_width"}}
 
 
 def as_shape(card) -> ModelShape:
-    """A ModelShape from a shipped card's name, a ModelShape, or a dict of its fields."""
-    if isinstance(card, (str, Mapping, ModelShape)):
-        return load_card(card) if isinstance(card, str) else \
-            card if isinstance(card, ModelShape) else ModelShape(**card)
-    raise TypeError(f"card must be a name, a ModelShape or a dict, got {type(card).__name__}")
+    """A ModelShape from a shipped card's name, a ModelShape, or a dict of its fields; else TypeError."""
+    if not isinstance(card, (str, Mapping, ModelShape)):
+        raise TypeError(f"card must be a name, a ModelShape or a dict, got {type(card).__name__}")
+    return load_card(card) if isinstance(card, str) else card if isinstance(card, ModelShape) else ModelShape(**card)
 
 
 def seven_b(n_kv_heads: int) -> ModelShape:
@@ -72,7 +69,6 @@ def seven_b(n_kv_heads: int) -> ModelShape:
 
 
 def _plain(s: ModelShape) -> ModelShape:
-    """``s``, if the learner's counters cover it (every shipped family but DeepSeek's extras)."""
     if s.mla is not None or s.n_shared_experts or s.n_dense_layers:
         raise ValueError(f"{s.name or s.model_type}: {HINTS['types']['not_plain']}")
     return s
@@ -84,8 +80,7 @@ def _kinds(s: ModelShape) -> tuple:
 
 
 def _whole(x, what: str, why: str):
-    """Fail if ``x`` is a number but not an integer (a float, a float tensor): the exercise asks
-    for an ``int`` because ``why``.  Not a number at all: :func:`check_value` says so."""
+    """Fail if ``x`` is a number but not an int (a float, a float tensor); not a number: check_value says so."""
     scalar, dtype = getattr(x, "ndim", None) == 0, str(getattr(x, "dtype", "")).split(".")[-1]
     if isinstance(x, numbers.Integral) and not isinstance(x, bool) or scalar and dtype.startswith(("int", "uint")):
         return
@@ -96,12 +91,8 @@ def _whole(x, what: str, why: str):
 
 def _check(fn, name: str, s: ModelShape | None, shown: bool, args: tuple, returns, *parts, kinds=(),
            text: str = "", random: bool = False, builds: tuple = (), counts: str = "params"):
-    """Check the learner's ``fn(*args)`` (:func:`~.exercise.call`, no :data:`_SHORTCUTS`) on card ``s``,
-    labelled ``text`` (default: the card's name, ``args[1:]``) if ``shown`` or ``random``, else by
-    shipped or not, model_type and ``kinds``; read it as ``returns`` (None: one value; a text naming
-    a tuple's values; dict keys) and compare each part ``(index, name, expected, mistakes, EXACT or
-    CLOSE)`` with :func:`check_value` (``builds`` named on a generic failure; an EXACT one must be an
-    int, :func:`_whole` with ``counts``).  Returns the label and the result read."""
+    """``fn(*args)`` on card ``s`` (label: ``text`` or the card's name and ``args[1:]``; hidden: ``kinds``), read as
+    ``returns``, each part ``(index, name, expected, mistakes, EXACT or CLOSE)`` checked; returns (label, result)."""
     if s is not None:
         text = text or ", ".join([s.name or f"a {s.model_type} shape", *map(str, args[1:])])
         kinds = (f"a shipped card of model_type {s.model_type}" if s.name else "a made-up shape", *kinds)
@@ -112,28 +103,18 @@ def _check(fn, name: str, s: ModelShape | None, shown: bool, args: tuple, return
             else as_keyed(got, returns, what)
     with builds_on(*builds) if builds else nullcontext():
         for index, part_name, expected, mistakes, tolerance in parts:
-            part = what if index is None else f"{what}[{index!r}]" + (f", {part_name}" if part_name else "")
-            check_value(got if index is None else got[index], expected, what=part,
-                        mistakes=mistakes, **tolerance)
+            part = f"{what}[{index!r}]" + (f", {part_name}" if part_name else "") if returns else what
+            check_value(got[index] if returns else got, expected, what=part, mistakes=mistakes, **tolerance)
             if tolerance is EXACT:  # right, but the exercise asks for an int
-                _whole(got if index is None else got[index], part, counts)
+                _whole(got[index] if returns else got, part, counts)
     return what, got
 
 
 # --- grouped-query attention -----------------------------------------------------------------
 
-def gqa_inputs(batch: int, n_heads: int, n_kv_heads: int, pos: int, d_head: int, seed: int):
-    """Seeded float32 q (batch, n_heads, pos, d_head), k and v (batch, n_kv_heads, pos, d_head),
-    from their own generator (the notebook's random state is left alone)."""
-    import torch
-    g = torch.Generator().manual_seed(seed)
-    return [torch.randn(batch, h, pos, d_head, generator=g) for h in (n_heads, n_kv_heads, n_kv_heads)]
-
-
 def _attend(q, k, v, causal=True, scale=True, dim=-1):
-    """Plain attention over already-matched heads (the mistakes' outputs): ``causal`` True, False,
-    "diagonal" (each token hidden from itself too) or "earlier" (the earlier tokens hidden, the later
-    seen: the mask the wrong way round), ``scale`` True, False or "d_head"."""
+    """Attention over matched heads (the mistakes' outputs); ``causal`` "diagonal": each token hidden from
+    itself too, "earlier": the mask the wrong way round."""
     import torch
     d, n = q.shape[-1], q.shape[-2]
     scores = q @ k.transpose(-2, -1) / {True: math.sqrt(d), False: 1, "d_head": d}[scale]
@@ -143,57 +124,53 @@ def _attend(q, k, v, causal=True, scale=True, dim=-1):
 
 
 def _pairing(found: list):
-    """A watch (:func:`~course_lib.checks.own_work`): appends to ``found`` each call of torch's
-    ``scaled_dot_product_attention(..., enable_gqa=True)`` on fewer key/value heads than query heads, which
-    pairs them for the learner (the exercise's work)."""
+    """A watch (own_work's refuse): torch's scaled_dot_product_attention(..., enable_gqa=True) pairing heads."""
     from torch.overrides import TorchFunctionMode
 
     class Pairing(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            q_k = [*args[:2], *(kwargs.get(n) for n in ("query", "key")[len(args[:2]):])]
-            if getattr(func, "__name__", "") == "scaled_dot_product_attention" and kwargs.get(
-                    "enable_gqa") and q_k[0].shape[-3] != q_k[1].shape[-3]:
+            q, k = [*args[:2], *(kwargs.get(n) for n in ("query", "key")[len(args[:2]):])]
+            if getattr(func, "__name__", "") == "scaled_dot_product_attention" and kwargs.get("enable_gqa") \
+                    and q.shape[-3] != k.shape[-3]:
                 found.append(func.__name__)
             return func(*args, **kwargs)
     return Pairing()
 
 
 def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
-    """Check ``fn(q, k, v) -> out``: causal grouped-query attention, q (batch, n_heads, pos,
-    d_head), k and v (batch, n_kv_heads, pos, d_head), out like q, query head i reading kv head
-    i // (n_heads // n_kv_heads).  Against torch's ``scaled_dot_product_attention(q, k, v,
-    is_causal=True, enable_gqa=True)``, float32, tolerance 1e-5."""
+    """Check ``fn(q, k, v) -> out``: causal grouped-query attention, q (batch, n_heads, pos, d_head), k and v (batch,
+    n_kv_heads, pos, d_head), out like q, query head i reading kv head i // (n_heads // n_kv_heads).  Against torch's
+    ``scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)``, float32, tolerance 1e-5."""
     import torch
     import torch.nn.functional as F
-    for case in cases:
-        (q, k, v), shown = gqa_inputs(**case), is_shown(case, GQA_CASES)
+    for case in cases:  # q, k, v from their own generator (the notebook's random state is left alone)
+        gen, shown = torch.Generator().manual_seed(case["seed"]), is_shown(case, GQA_CASES)
+        q, k, v = (torch.randn(case["batch"], h, case["pos"], case["d_head"], generator=gen)
+                   for h in (case["n_heads"], case["n_kv_heads"], case["n_kv_heads"]))
         what = f"grouped_query_attention on q {tuple(q.shape)}, k and v {tuple(k.shape)}" if shown \
             else on_hidden("grouped_query_attention", heads_kind(case["n_heads"], case["n_kv_heads"]))
-        got = call(fn, what, q.clone(), k.clone(), v.clone(), shown=HIDDEN not in what, shortcuts=_SHORTCUTS,
+        got = call(fn, what, q.clone(), k.clone(), v.clone(), shown=shown, shortcuts=_SHORTCUTS,
                    explain_errors=True, refuse=[(_pairing, HINTS["gqa"]["enable_gqa"])])
-        if isinstance(got, torch.Tensor) and tuple(got.shape) != tuple(q.shape):
-            hint = f" ({HINTS['gqa']['per_kv_head']})" if got.shape[1:2] == k.shape[1:2] else ""
-            shapes = f" = {tuple(q.shape)}, got {tuple(got.shape)}" if shown else ", got another shape"
-            raise CheckFailed(HINTS["gqa"]["shape"].format(what=what, got=shapes) + hint)
+        per_kv_head = isinstance(got, torch.Tensor) and got.shape[1:2] == k.shape[1:2]  # if the shape is wrong
         g = case["n_heads"] // case["n_kv_heads"]
         ki, vi = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
         compare(got.detach().float() if isinstance(got, torch.Tensor) else got, F.scaled_dot_product_attention(
             q, k, v, is_causal=True, enable_gqa=True), what=what, shown=shown, rtol=1e-4, atol=1e-5, tensor=True,
+            shape_words=HINTS["gqa"]["shape"] + (f"; {HINTS['gqa']['per_kv_head']}" if per_kv_head else ""),
             otherwise=lambda got, e: None if not got.isfinite().all() else HINTS["gqa"]["differs"].format(
                 by=float((got - e).abs().max())), mistakes=lambda: _hints(
                 "gqa", repeat=_attend(q, k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)),
                 no_mask=_attend(q, ki, vi, causal=False), no_scale=_attend(q, ki, vi, scale=False),
                 diagonal=_attend(q, ki, vi, causal="diagonal"), earlier=_attend(q, ki, vi, causal="earlier"),
-                scale_d_head=_attend(q, ki, vi, scale="d_head"),
-                softmax_dim=_attend(q, ki, vi, dim=-2), head0=_attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
+                scale_d_head=_attend(q, ki, vi, scale="d_head"), softmax_dim=_attend(q, ki, vi, dim=-2),
+                head0=_attend(q, k[:, :1].expand_as(ki), v[:, :1].expand_as(vi)),
                 swapped=_attend(q, vi, ki)))
 
 
 # --- the KV cache per token ------------------------------------------------------------------
 
-def kv_mistakes(s: ModelShape, b) -> dict:
-    """``{diagnosis: wrong bytes per token}``."""
+def _kv_mistakes(s: ModelShape, b) -> dict:
     L, d, h, right = s.n_layers, s.d_model, s.n_heads, 2 * s.n_layers * s.n_kv_heads * s.d_head * b
     return merged(_hints(
         "kv_bytes_per_token", d_head=2 * L * s.n_kv_heads * (d // h) * b if d % h == 0 and d // h != s.d_head else None,
@@ -203,20 +180,19 @@ def kv_mistakes(s: ModelShape, b) -> dict:
 
 def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
                              bytes_per_number: Sequence = KV_TOKEN_BYTES) -> None:
-    """Check ``fn(s, bytes_per_number) -> bytes`` one token adds to the KV cache, 2 × n_layers ×
-    n_kv_heads × d_head × bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
+    """Check ``fn(s, bytes_per_number) -> bytes`` one token adds to the KV cache, 2 × n_layers × n_kv_heads × d_head ×
+    bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
     for card, b in product(cards, bytes_per_number):
         s = _plain(as_shape(card))
         _check(fn, "kv_bytes_per_token", s, is_shown((card, b), [*product(KV_TOKEN_CARDS, KV_TOKEN_BYTES)]),
-               (s, b), None, (None, "", kv_cache_bytes_per_token(s, _dtype(b)), kv_mistakes(s, b), CLOSE),
+               (s, b), None, (None, "", kv_cache_bytes_per_token(s, _dtype(b)), _kv_mistakes(s, b), CLOSE),
                kinds=(heads_kind(s.n_heads, s.n_kv_heads), _kinds(s)[1]))
 
 
 # --- a toy mixture-of-experts layer ----------------------------------------------------------
 
 def moe_layer(d_model, d_ff, n_experts, top_k, mlp, bias, batch, pos, seed):
-    """A seeded :class:`~course_lib.moe.MoEFeedForward` and an input x (batch, pos, d_model),
-    made without touching the notebook's random state."""
+    """A seeded :class:`~course_lib.moe.MoEFeedForward` and x (batch, pos, d_model); the notebook's RNG is kept."""
     import torch
     from ..moe import MoEFeedForward
     with torch.random.fork_rng(devices=[]):
@@ -226,10 +202,10 @@ def moe_layer(d_model, d_ff, n_experts, top_k, mlp, bias, batch, pos, seed):
 
 
 def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
-    """Check ``fn(layer, x) -> (total, active)`` for a MoEFeedForward ``layer``: its parameters
-    (an int), and those each token of x passes through, the router and the experts it is sent to
-    (an integer tensor (batch, pos)).  Against ``numel``, ``params.router_params_per_layer +
-    n_experts × params.mlp_params`` and ``moe.active_params_per_token``."""
+    """Check ``fn(layer, x) -> (total, active)`` for a MoEFeedForward ``layer``: its parameters (an int), and those each
+    token of x passes through, the router and the experts it is sent to (an integer tensor (batch, pos)).  Against
+    ``numel``, ``params.router_params_per_layer + n_experts × params.mlp_params`` and ``moe.active_params_per_token``.
+    """
     import torch
     from ..moe import active_params_per_token
     for spec in layers:
@@ -270,16 +246,13 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
 
 # --- total and active parameters of a card ---------------------------------------------------
 
-def total_mistakes(s: ModelShape) -> dict:
-    """``{diagnosis: wrong total}`` for the usual slips in counting a card."""
+def _total_mistakes(s: ModelShape) -> dict:
     c, L, d, E, moe, tied, q = count_params(s), s.n_layers, s.d_model, s.n_experts, s.is_moe, s.tied_embeddings, \
         s.n_heads * s.d_head
     t, attn, mlp, norm, norms = c.total, attention_params_per_layer(s), mlp_params(s), norm_params(s), c.norms
     no_bias = count_params(s.with_(qkv_bias=False, out_bias=False, mlp_bias=False)).total
-    one_bias = {k: count_params(s.with_(**{k: False})).total if getattr(s, k) else None
-                for k in ("qkv_bias", "out_bias", "mlp_bias")}  # one kind of bias missing
-    if sum(v is not None for v in one_bias.values()) < 2:
-        one_bias = {}  # only one kind on this card: "biases" names it
+    biased = [k for k in ("qkv_bias", "out_bias", "mlp_bias") if getattr(s, k)]  # one kind missing, if 2 or more
+    one_bias = {k: count_params(s.with_(**{k: False})).total for k in biased} if len(biased) > 1 else {}
     ffs, own_head = (E if moe else 1) * L, d % s.n_heads == 0 and d // s.n_heads != s.d_head
     return merged(_hints(
         "card_params", active_count=c.active if moe else None,
@@ -289,22 +262,19 @@ def total_mistakes(s: ModelShape) -> dict:
         tied=t + s.d_vocab * d if tied else None, untied=None if tied else t - s.d_vocab * d,
         kv_query_heads=count_params(s.with_(n_kv_heads=s.n_heads)).total if s.n_kv_heads != s.n_heads else None,
         d_head=count_params(s.with_(d_head=d // s.n_heads)).total if own_head else None,
-        gated=t - ffs * d * s.d_ff if s.mlp_matrices == 3 else None,
-        no_norms=t - norms if norms else None, final_norm=t - norm if norms else None,
+        gated=t - ffs * d * s.d_ff if s.mlp_matrices == 3 else None, no_norms=t - norms if norms else None,
+        final_norm=t - norm if norms else None,
         norms_per_block=t + (2 - s.norms_per_block) * L * norm if norms and s.norms_per_block != 2 else None,
-        positions=t - s.n_ctx * d if s.positions == "learned" else None,
-        biases=no_bias if no_bias != t else None,
+        positions=t - s.n_ctx * d if s.positions == "learned" else None, biases=no_bias if no_bias != t else None,
         ungated=t + ffs * d * s.d_ff if s.mlp_matrices == 2 else None,
-        layernorm_weight=t - norms // 2 if s.norm == "layernorm" else None,
-        **one_bias,
+        layernorm_weight=t - norms // 2 if s.norm == "layernorm" else None, **one_bias,
         mlp_bias_shape=t + ffs * (s.d_ff - d) if s.mlp_bias and s.d_ff != d else None,
         router_per_expert=t + (E - 1) * s.moe_layers * router_params_per_layer(s) if moe else None,
         query_width=t - L * (2 * d + s.qkv_bias) * (q - d) if q != d else None,
         kv_d_head=t - L * (2 * d + 2 * s.qkv_bias) * s.n_kv_heads * (s.d_head - d // s.n_heads) if own_head else None))
 
 
-def active_mistakes(s: ModelShape) -> dict:
-    """``{diagnosis: wrong active count}`` for a mixture of experts (none for a dense card)."""
+def _active_mistakes(s: ModelShape) -> dict:
     c, k, moe_L = count_params(s), s.n_experts_per_tok, s.moe_layers
     return merged(_hints(
         "card_params", every_expert=c.total, active_no_routers=c.active - moe_L * router_params_per_layer(s),
@@ -314,15 +284,15 @@ def active_mistakes(s: ModelShape) -> dict:
 
 
 def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
-    """Check ``fn(s) -> (total, active)`` parameters of a card (no latent attention, shared
-    experts or dense first layers) against ``count_params(s).total`` and ``.active``."""
+    """Check ``fn(s) -> (total, active)`` parameters of a card (no latent attention, shared experts or dense first
+    layers) against ``count_params(s).total`` and ``.active``."""
     for card in cards:
         s = _plain(as_shape(card))
         c = count_params(s)
         dense = merged(_hints("card_params", dense=0, dense_ff=c.total - s.n_layers * mlp_params(s)))
         _check(fn, "card_params", s, is_shown(card, CARD_PARAMS_CARDS), (s,), "total, active",
-               (0, "the total", c.total, total_mistakes(s), EXACT),
-               (1, "the active parameters", c.active, active_mistakes(s) or dense, EXACT), kinds=_kinds(s))
+               (0, "the total", c.total, _total_mistakes(s), EXACT),
+               (1, "the active parameters", c.active, _active_mistakes(s) or dense, EXACT), kinds=_kinds(s))
 
 
 # --- requests that fit -----------------------------------------------------------------------
@@ -337,8 +307,7 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
     shown_cases = [*(dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
                      for kv in (32, 8)), TOO_BIG_CASE, EXPERTS_CASE]
     for case in shown_cases if cases is None else cases:
-        s = as_shape(case["card"])
-        s = _plain(s.with_(n_kv_heads=case["n_kv_heads"]) if "n_kv_heads" in case else s)
+        s = _plain(as_shape(case["card"]).with_(**{k: v for k, v in case.items() if k == "n_kv_heads"}))
         if s.sliding_window is not None:
             raise ValueError(f"{s.name}: sliding_window={s.sliding_window} is outside this check")
         n, mem, b = case["n_tokens"], case["memory_bytes"], case.get("bytes_per_number", BYTES_16BIT)
@@ -351,12 +320,10 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
         up, near, fits = math.ceil((mem - w) / seq), round((mem - w) / seq), w <= mem  # rounding's slips
         mistakes = merged(_hints(
             "requests_that_fit", too_big=(mem - w) // seq if w > mem else None,
-            too_big_trunc=int((mem - w) / seq) if w > mem else None,
-            memory_gib=max(0, (mem * GiB // GB - w) // seq),
+            too_big_trunc=int((mem - w) / seq) if w > mem else None, memory_gib=max(0, (mem * GiB // GB - w) // seq),
             no_weights=mem // seq, mha_weights=max(0, (mem - mha_w) // seq),
             round_either=up if fits and up == near else None, round_up=up if fits and up != near else None,
-            round_nearest=near if fits and up != near else None,
-            keys_only=max(0, (mem - w) // (seq // 2)),
+            round_nearest=near if fits and up != near else None, keys_only=max(0, (mem - w) // (seq // 2)),
             query_heads=max(0, (mem - w) // (seq * s.group_size)),
             active_weights=max(0, (mem - count_params(s).active * b) // seq) if s.is_moe else None,
             per_token=max(0, (mem - w) // (seq // n)) if n > 1 else None,
@@ -371,30 +338,25 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
 
 # --- the four sizes (the recap) ----------------------------------------------------------------
 
-def weight_mistakes(s: ModelShape, b) -> dict:
-    """``{diagnosis: wrong weight bytes}``."""
-    c, wb = count_params(s), weight_bytes(s, _dtype(b))
-    return merged(_hints("four_sizes", active=c.active * b, params=c.total, gib=wb / GiB, gb=wb / GB,
-                         tied=wb + s.d_vocab * s.d_model * b if s.tied_embeddings else None,
-                         fixed_bytes=c.total * BYTES_16BIT if b != BYTES_16BIT else None))
-
-
 FOUR_SIZES_CARDS, FOUR_SIZES_BYTES = (MIXTRAL, "gpt2"), (BYTES_16BIT, 4)
 """Visible inputs of :func:`check_four_sizes`: experts, and a dense card with a tied head; 16- and 32-bit."""
 
 
 def check_four_sizes(fn, cards: Sequence = FOUR_SIZES_CARDS,
                      bytes_per_number: Sequence = FOUR_SIZES_BYTES) -> None:
-    """Check ``fn(s, bytes_per_number) -> {"total_params", "active_params",
-    "kv_cache_bytes_per_token", "weight_bytes"}`` against course_lib's counters."""
+    """Check ``fn(s, bytes_per_number) -> {"total_params", "active_params", "kv_cache_bytes_per_token",
+    "weight_bytes"}`` against course_lib's counters."""
     for card, b in product(cards, bytes_per_number):
         s = _plain(as_shape(card))
-        c = count_params(s)
+        c, wb = count_params(s), weight_bytes(s, _dtype(b))
+        weight_m = merged(_hints("four_sizes", active=c.active * b, params=c.total, gib=wb / GiB, gb=wb / GB,
+                                 tied=wb + s.d_vocab * s.d_model * b if s.tied_embeddings else None,
+                                 fixed_bytes=c.total * BYTES_16BIT if b != BYTES_16BIT else None))
         _check(fn, "four_sizes", s, is_shown((card, b), [*product(FOUR_SIZES_CARDS, FOUR_SIZES_BYTES)]),
-               (s, b), FOUR_SIZES_KEYS, ("total_params", "", c.total, total_mistakes(s), EXACT),
-               ("active_params", "", c.active, active_mistakes(s), EXACT),
-               ("kv_cache_bytes_per_token", "", kv_cache_bytes_per_token(s, _dtype(b)), kv_mistakes(s, b), CLOSE),
-               ("weight_bytes", "", weight_bytes(s, _dtype(b)), weight_mistakes(s, b), CLOSE),
+               (s, b), FOUR_SIZES_KEYS, ("total_params", "", c.total, _total_mistakes(s), EXACT),
+               ("active_params", "", c.active, _active_mistakes(s), EXACT),
+               ("kv_cache_bytes_per_token", "", kv_cache_bytes_per_token(s, _dtype(b)), _kv_mistakes(s, b), CLOSE),
+               ("weight_bytes", "", wb, weight_m, CLOSE),
                builds=("card_params", "kv_bytes_per_token"), kinds=_kinds(s)[:1])
 
 
@@ -403,22 +365,19 @@ def check_four_sizes(fn, cards: Sequence = FOUR_SIZES_CARDS,
 # every run, so the grader's run of the model answer tries it too), labelled [random shape].
 
 def _random_hybrid(seed: str = "lesson6/kv_bytes_per_sequence") -> dict:
-    """4 to 40 layers, 1 to all but one sliding; 1 to 8 kv heads of 32 to 128, each serving 1, 2
-    or 4 query heads; a window of 64 to 4,096 and 2 to 8 times as many tokens; 1, 2 or 4 bytes."""
     rng = random.Random(seed)
     n_layers, n_kv = rng.randint(4, 40), rng.choice((1, 2, 4, 8))
     n_heads, d_head = n_kv * rng.choice((1, 2, 4)), rng.choice((32, 64, 80, 128))
     window = rng.randint(64, 4096)
-    card = dict(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv, d_ff=4 * n_heads * d_head,
-                d_vocab=1000, n_ctx=16 * window, mlp="swiglu", norm="rmsnorm", positions="rotary", qkv_bias=False,
-                out_bias=False, mlp_bias=False, tied_embeddings=False, sliding_window=window,
-                n_sliding_layers=rng.randint(1, n_layers - 1))
+    card = dict(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv,
+                d_ff=4 * n_heads * d_head, d_vocab=1000, n_ctx=16 * window, mlp="swiglu", norm="rmsnorm",
+                positions="rotary", qkv_bias=False, out_bias=False, mlp_bias=False, tied_embeddings=False,
+                sliding_window=window, n_sliding_layers=rng.randint(1, n_layers - 1))
     return dict(card=card, n_tokens=window * rng.randint(2, 8), bytes_per_number=rng.choice((1, 2, 4)))
 
 
 def _random_shared_moe(seed: str = "lesson6/moe_layer_params") -> dict:
-    """A mixture of 8 to 64 experts, 2 to half of them per token, and 1 to 3 shared experts of a
-    width of their own (never n_shared_experts × d_ff)."""
+    """Shared experts of a width of their own (never n_shared_experts × d_ff)."""
     rng = random.Random(seed)
     d, n_experts = rng.choice((64, 96, 128, 256)), rng.choice((8, 16, 32, 64))
     return dict(d_model=d, n_layers=2, n_heads=4, d_ff=rng.choice((32, 48, 96)), d_vocab=100, n_ctx=64, mlp="swiglu",
@@ -441,24 +400,6 @@ MOE_CARDS = ("Qwen3-30B-A3B", "DeepSeek-V2-Lite", "gpt-oss-20b", "Qwen1.5-MoE-A2
 (Qwen1.5-MoE), and a shape with shared experts made at run time."""
 
 
-def seq_mistakes(s: ModelShape, n: int, b) -> dict:
-    """``{diagnosis: wrong bytes}`` for the usual slips in one sequence's cache."""
-    L, right = s.n_layers, kv_cache_bytes_per_sequence(s, n, _dtype(b))
-    per_token, mla, slide = kv_cache_bytes_per_token(s, _dtype(b)), s.mla is not None, s.sliding_layers
-    past = bool(slide) and n > s.sliding_window
-    some = past and slide < L
-    return merged(_hints(
-        "kv_bytes_per_sequence", one_token=per_token, numbers=right / b, only_keys=right / 2,
-        latent_pair=2 * right if mla else None, fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
-        no_window=per_token * n if past else None,
-        window_always=s.kv_cache_width * b * (slide * s.sliding_window + (L - slide) * n)
-        if slide and n < s.sliding_window else None, all_slide=per_token * s.sliding_window if some else None,
-        wrong_way=s.kv_cache_width * b * (slide * n + (L - slide) * s.sliding_window) if some else None,
-        latent_heads=2 * L * s.n_kv_heads * s.d_head * n * b if mla else None,
-        no_rope=L * s.mla.kv_lora_rank * n * b if mla else None, latent_per_head=right * s.n_heads if mla else None,
-        query_heads=right * s.group_size if not mla and s.n_kv_heads != s.n_heads else None))
-
-
 def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> None:
     """Check ``fn(s, n_tokens, bytes_per_number) -> bytes`` of one sequence's KV cache with each layer's kind: full
     attention (n_tokens kept), sliding window (min(n_tokens, window), in ``s.sliding_layers`` of the layers) or
@@ -466,56 +407,58 @@ def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> Non
     ``memory.kv_cache_bytes_per_sequence``.  A case: ``card``, ``n_tokens``, ``bytes_per_number`` (default 2)."""
     for case in cases:
         s, n, b = as_shape(case["card"]), case["n_tokens"], case.get("bytes_per_number", BYTES_16BIT)
-        random = case == RANDOM_SEQ_CASE
-        _check(fn, "kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), (s, n, b), None, (
-            None, "", kv_cache_bytes_per_sequence(s, n, _dtype(b)), seq_mistakes(s, n, b), CLOSE), kinds=(
-                "latent attention" if s.mla is not None else "every layer full attention"
-                if not s.sliding_layers else "every layer sliding"
-                if s.sliding_layers == s.n_layers else "sliding and full layers",
-                "shorter than the window" if s.sliding_layers and n <= s.sliding_window else ""),
-            random=random, text=HINTS["labels"]["random_hybrid"].format(
-                s=s, n=n, b=b, heads="s" * (s.n_kv_heads != 1)) if random else "")
-
-
-def moe_layer_counts(s: ModelShape) -> tuple:
-    """(held, used, their mistakes): the parameters of one mixture-of-experts layer's
-    feed-forward part and router (its last block's), those one token passes through, and
-    ``{diagnosis: wrong held}``, ``{diagnosis: wrong used}``."""
-    E, k, expert = s.n_experts, s.n_experts_per_tok, mlp_params(s)
-    held = feed_forward_params_per_layer(s, s.n_layers - 1) + router_params_per_layer(s)
-    used = held - (E - k) * expert
-    shared, n_shared = mlp_params(s, s.shared_width) if s.n_shared_experts else 0, s.n_shared_experts
-    common = _hints("moe_layer_params", no_router=-router_params_per_layer(s), no_shared=-shared,
-                    gate=-s.d_model if s.shared_expert_gate else None, router_bias=-E if s.router_bias else None,
-                    shared_each=(n_shared - 1) * shared if n_shared > 1 else None,
-                    shared_width=mlp_params(s, n_shared * s.d_ff) - shared
-                    if n_shared and s.shared_width != n_shared * s.d_ff else None)
-    held_m = _hints("moe_layer_params", held_used=used, held_one=held - (E - 1) * expert)
-    used_m = _hints("moe_layer_params", all_active=held, used_one=used - (k - 1) * expert, used_share=held * k / E)
-    return (held, used, merged({**held_m, **{d: held + v for d, v in common.items()}}),
-            merged({**used_m, **{d: used + v for d, v in common.items()}}))
+        L, right, random = s.n_layers, kv_cache_bytes_per_sequence(s, n, _dtype(b)), case == RANDOM_SEQ_CASE
+        per_token, mla, slide = kv_cache_bytes_per_token(s, _dtype(b)), s.mla is not None, s.sliding_layers
+        past = bool(slide) and n > s.sliding_window
+        some = past and slide < L
+        mistakes = merged(_hints(
+            "kv_bytes_per_sequence", one_token=per_token, numbers=right / b, only_keys=right / 2,
+            latent_pair=2 * right if mla else None, fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
+            no_window=per_token * n if past else None,
+            window_always=s.kv_cache_width * b * (slide * s.sliding_window + (L - slide) * n)
+            if slide and n < s.sliding_window else None, all_slide=per_token * s.sliding_window if some else None,
+            wrong_way=s.kv_cache_width * b * (slide * n + (L - slide) * s.sliding_window) if some else None,
+            latent_heads=2 * L * s.n_kv_heads * s.d_head * n * b if mla else None,
+            no_rope=L * s.mla.kv_lora_rank * n * b if mla else None, latent_per_head=right * s.n_heads if mla else None,
+            query_heads=right * s.group_size if not mla and s.n_kv_heads != s.n_heads else None))
+        kinds = ("latent attention" if mla else "every layer full attention" if not slide else "every layer sliding"
+                 if slide == L else "sliding and full layers",
+                 "shorter than the window" if slide and n <= s.sliding_window else "")
+        text = HINTS["labels"]["random_hybrid"].format(s=s, n=n, b=b, heads="s" * (s.n_kv_heads != 1)) if random else ""
+        _check(fn, "kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), (s, n, b), None,
+               (None, "", right, mistakes, CLOSE), kinds=kinds, random=random, text=text)
 
 
 def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
-    """Check ``fn(s) -> (held, used)`` for one mixture-of-experts layer of ``s``: held = the
-    routed experts, the shared experts (one feed-forward layer ``s.shared_width`` wide) and the
-    router; used = the router, the shared experts and ``n_experts_per_tok`` routed ones; against
-    ``params.feed_forward_params_per_layer`` and ``router_params_per_layer``."""
+    """Check ``fn(s) -> (held, used)`` for one mixture-of-experts layer of ``s``: held = the routed experts, the shared
+    experts (one feed-forward layer ``s.shared_width`` wide) and the router; used = the router, the shared experts and
+    ``n_experts_per_tok`` routed ones; against ``params.feed_forward_params_per_layer`` and ``router_params_per_layer``.
+    """
     for card in cards:
         s = as_shape(card)
         if not s.is_moe:
             raise ValueError(f"{s.name or 'a shape'} has no experts")
-        held, used, held_m, used_m = moe_layer_counts(s)
+        E, k, expert, n_shared = s.n_experts, s.n_experts_per_tok, mlp_params(s), s.n_shared_experts
+        held = feed_forward_params_per_layer(s, s.n_layers - 1) + router_params_per_layer(s)  # the last block's
+        used, shared = held - (E - k) * expert, mlp_params(s, s.shared_width) if n_shared else 0
+        common = _hints("moe_layer_params", no_router=-router_params_per_layer(s), no_shared=-shared,
+                        gate=-s.d_model if s.shared_expert_gate else None, router_bias=-E if s.router_bias else None,
+                        shared_each=(n_shared - 1) * shared if n_shared > 1 else None,
+                        shared_width=mlp_params(s, n_shared * s.d_ff) - shared
+                        if n_shared and s.shared_width != n_shared * s.d_ff else None)
+        held_m = _hints("moe_layer_params", held_used=used, held_one=held - (E - 1) * expert)
+        used_m = _hints("moe_layer_params", all_active=held, used_one=used - (k - 1) * expert, used_share=held * k / E)
         _check(fn, "moe_layer_params", s, is_shown(card, MOE_CARDS), (s,), "held, used",
-               (0, "held", held, held_m, EXACT), (1, "used", used, used_m, EXACT), random=card == RANDOM_MOE_CARD,
-               kinds=("shared experts" if s.n_shared_experts else "no shared experts",),
+               (0, "held", held, merged({**held_m, **{d: held + v for d, v in common.items()}}), EXACT),
+               (1, "used", used, merged({**used_m, **{d: used + v for d, v in common.items()}}), EXACT),
+               random=card == RANDOM_MOE_CARD, kinds=("shared experts" if n_shared else "no shared experts",),
                text=HINTS["labels"]["random_shared_moe"].format(s=s) if card == RANDOM_MOE_CARD else "")
 
 
 # --- real-world examples and test yourself: sealed ---------------------------------------------
-# Salted hashes of the forms that count as right and of those the usual mistakes give, so
-# neither this file nor a message shows them (course_lib.checks.sealed).  Tolerances: 0.2 % for
-# GiB and the fraction, whole numbers exact.  Regenerate: ``python -m course_tools.seal``.
+# Salted hashes of the forms that count as right and of those the usual mistakes give, so neither this file nor a
+# message shows them (course_lib.checks.sealed).  Tolerances: 0.2 % for GiB and the fraction, whole numbers exact.
+# Regenerate: ``python -m course_tools.seal``.
 
 check_llama2_70b = Question((SEALED["lesson6/llama2_70b_saved_gib"],), builds_on=("kv_bytes_per_token",))
 """GiB of 16-bit cache Llama 2 70B saves per sequence of its full 4,096-token context with 8
