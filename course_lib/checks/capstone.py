@@ -25,7 +25,7 @@ from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check
 from .exercise import HIDDEN, Question, blames, label, merged
 from .hints import load as _load_hints, words
 from .lesson4 import _UNSET, RANDOM_CASES, check_score_bytes
-from .sealed import load as _load_sealed
+from .sealed import as_option, load as _load_sealed
 
 SEALED, HINTS = _load_sealed("capstone"), _load_hints("capstone")
 """This assignment's sealed answers by salt, and the words of its named mistakes."""
@@ -447,7 +447,7 @@ def check_recap(answer) -> None:
     for lesson, pair in ((n, answer[n]) for n in range(1, 7)):
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
             raise CheckFailed(words["not_a_pair"].format(lesson=lesson, pair=pair))
-    pairs = {n: tuple(x.strip().upper() for x in answer[n]) for n in range(1, 7)}
+    pairs = {n: (as_option(answer[n][0], RECAP_IDEAS), as_option(answer[n][1], RECAP_QUESTIONS)) for n in range(1, 7)}
     for i, what, letters in ((0, "idea", RECAP_IDEAS), (1, "question", RECAP_QUESTIONS)):
         used = [p[i] for p in pairs.values()]
         for x in (x for x in used if x not in letters):
