@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import random
-from functools import partial
 from typing import Mapping, Sequence
 
 import torch
@@ -19,7 +18,7 @@ from ..params import block_params
 from ..shapes import gpt2_shape, llama_shape
 from ..tiny_gpt import TinyGPT
 from . import CheckFailed, check_close, check_sealed, check_value, heads_kind
-from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, attempt, close, compare,  # noqa: F401 - RANDOM_TAG: tests
+from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, Question, attempt, close, compare,  # noqa: F401 - RANDOM_TAG: tests
                        name_mistake, sealed_picks)
 from .hints import load as _load_hints, named as _named
 from .sealed import as_option, load as _load_sealed
@@ -43,12 +42,9 @@ BLOCK_PARTS = ("norm_1", "attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.out_
                "mlp.down")
 """Names of a GPT-2-style TransformerBlock's parts (test-yourself 1)."""
 _ATOL = 1e-5
-_close = partial(close, rtol=_ATOL, atol=_ATOL)
 
 
 def _drawn(name: str, draw) -> tuple:
-    """One input made at run time, ``draw(rng)`` with exercise ``name``'s seeded generator (so the
-    grader's run of the model answer draws the same): each visible test tries one."""
     return (draw(random.Random(f"lesson3/{name}")),)
 
 
@@ -71,7 +67,6 @@ RANDOM_REPORT = _drawn("report", lambda r: dict(how="ff", k=r.randint(8, 60)))
 # --- test material -------------------------------------------------------------------------
 
 def _shake(module: torch.nn.Module, seed: int) -> torch.nn.Module:
-    """``module`` with every parameter drawn at random (norm weights around 1), so a bias left in place shows."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in module.named_parameters():
@@ -124,12 +119,10 @@ def toy_model(model="chain", n_layers=2, d_model=16, n_heads=4, d_ff=24, seed=0)
 
 
 def _inputs(d_model: int, seed: int) -> torch.Tensor:
-    """A stream (batch 2, pos 6, d_model)."""
     return 2 * torch.randn(2, 6, d_model, generator=torch.Generator().manual_seed(1000 + seed))
 
 
 def _tokens(model, seed: int) -> torch.Tensor:
-    """Tokens (batch 4, pos up to 12)."""
     return torch.randint(0, model.shape.d_vocab, (4, min(model.shape.n_ctx, 12)),
                          generator=torch.Generator().manual_seed(2000 + seed))
 
@@ -137,19 +130,14 @@ def _tokens(model, seed: int) -> torch.Tensor:
 # --- the shared steps of this lesson's checks: how an input is written, which mistake it is ---
 
 def _describe(spec: Mapping) -> str:
-    """A visible input's arguments as the learner would write them (``style='gpt2', seed=0``)."""
     return ", ".join(f"{k}={v!r}" for k, v in spec.items())
 
 
 def _first(exercise: str, label: str, fields: Mapping | None = None, **when) -> None:
-    """Fail with ``label: `` and the words (hints/lesson3.toml, ``fields`` filled in) of the first
-    mistake of ``exercise`` whose condition in ``when`` holds (:func:`~.exercise.name_mistake`:
-    a callable is called only when reached)."""
     name_mistake(label, {H[exercise][key].format(**(fields or {})): c for key, c in when.items()}, ": ")
 
 
 def _block_kind(spec: Mapping) -> tuple:
-    """A :func:`toy_block` spec's kind, in words (for a hidden test's block)."""
     kv, heads = spec.get("n_kv_heads"), spec.get("n_heads", 4)
     return ("a Llama-style block (RMSNorm, SwiGLU, no biases)" if spec.get("style") == "llama" else
             "a GPT-2-style block", "" if kv is None or kv == heads else heads_kind(heads, kv))
@@ -214,12 +202,10 @@ def block_part_mistakes(d_model: int, d_ff: int, style: str) -> dict:
 
 
 def _parts(a: Mapping) -> dict:
-    """One block of this size and style by part (course_lib's count), with the slips' values."""
     return {**block_params(_shape(a["style"], a["d_model"], 1, None, a["d_ff"])), "slips": block_part_mistakes(**a)}
 
 
 def _share_mistakes(r: Mapping) -> dict:
-    """``{diagnosis: wrong share}`` for the usual slips, from :func:`_parts`' counts."""
     ff, attn, total, d, f = r["feed_forward"], r["attention"], r["total"], r["d_model"], r["d_ff"]
     return _named(H["ff_share"], two_thirds=2 / 3, no_norms=ff / (attn + ff), ratio=ff / attn, attention=attn / total,
                   percent=100 * (ff / total), swiglu_two=2 * d * f / (attn + 2 * d * f + r["norms"])
@@ -382,7 +368,7 @@ def check_prune(fn, cases: Sequence[Mapping] = (*PRUNE_CASES, *RANDOM_PRUNE)) ->
         tokens, reference = _tokens(model, k), prune_feed_forward(model, k)
         with torch.no_grad():
             got, expected = result(tokens), reference(tokens)
-        _first("prune", label, logits=not _close(got, expected))
+        _first("prune", label, logits=not close(got, expected, rtol=_ATOL, atol=_ATOL))
         check_value(sum(p.numel() for p in result.parameters()), sum(p.numel() for p in reference.parameters()),
                     what=f"{label}: parameters of the pruned model", integer=True)
         check_close(got, expected, what=f"{label}: logits of the pruned model", rtol=_ATOL, atol=_ATOL)
@@ -402,7 +388,6 @@ def compressed_model(how: str, k: int | None = None, n_kv_heads: int | None = No
 
 
 def _part_sizes(model) -> tuple[int, int]:
-    """Parameters of the attention layers and of the feed-forward layers, all blocks."""
     return (sum(p.numel() for b in model.blocks for p in b.attn.parameters()),
             sum(p.numel() for b in model.blocks if b.mlp is not None for p in b.mlp.parameters()))
 
@@ -464,12 +449,9 @@ def check_tys_new_block(reason, zeroed) -> None:
     _first("tys_new_block", "tys_new_block_zeroed", mixed=extra and missing, missing=missing, extra=extra)
 
 
-def check_tys_long_tests(reason, eight_step_share) -> None:
-    """Test-yourself 2: why test long multi-step tasks after compression (a choice), and the
-    share of 8-step items wholly right when each fact is right with probability
-    TYS_FACT_ACCURACY (a fraction).  Sealed."""
-    check_sealed(reason, TYS_LONG_REASON)
-    check_sealed(eight_step_share, TYS_LONG_SHARE)
+check_tys_long_tests = Question((TYS_LONG_REASON, TYS_LONG_SHARE))
+"""Test-yourself 2: why test long multi-step tasks after compression (a choice), and the share of
+8-step items wholly right when each fact is right with probability TYS_FACT_ACCURACY (a fraction)."""
 
 
 from ..tutor import announce as _announce  # noqa: E402
