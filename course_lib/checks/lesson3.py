@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import random
+from functools import partial
 from typing import Mapping, Sequence
 
 import torch
@@ -94,12 +95,10 @@ def toy_block(style="gpt2", d_model=32, n_heads=4, n_kv_heads=None, d_ff=None, s
 def zero_input_projections(block: TransformerBlock) -> TransformerBlock:
     """The tempting wrong way to silence a block (for the notebook): zero in place what *reads* the
     stream (query, key, value, up and gate projections, with their biases).  Returns the block."""
-    with torch.no_grad():
-        for layer in (block.attn.q_proj, block.attn.k_proj, block.attn.v_proj,
-                      *((block.mlp.up, block.mlp.gate) if block.mlp is not None else ())):
-            for p in () if layer is None else (layer.weight, layer.bias):
-                if p is not None:
-                    torch.nn.init.zeros_(p)
+    mlp = (block.mlp.up, block.mlp.gate) if block.mlp is not None else ()
+    layers = (block.attn.q_proj, block.attn.k_proj, block.attn.v_proj, *mlp)
+    for p in (p for layer in layers if layer is not None for p in (layer.weight, layer.bias) if p is not None):
+        torch.nn.init.zeros_(p)
     return block
 
 
@@ -382,8 +381,7 @@ def compressed_model(how: str, k: int | None = None, n_kv_heads: int | None = No
     if how not in ("ff", "kv", "both"):
         raise ValueError(f"how={how!r} is not one of ff, kv, both")
     model = load_chain_model()[0]
-    if how in ("kv", "both"):
-        model = share_kv_heads(model, n_kv_heads)
+    model = share_kv_heads(model, n_kv_heads) if how in ("kv", "both") else model
     return prune_feed_forward(model, k) if how in ("ff", "both") else model
 
 
@@ -441,12 +439,13 @@ def check_tys_new_block(reason, zeroed) -> None:
     """Test-yourself 1: why a new block can be added without breaking a model (a choice), and
     which parts of a GPT-2-style block to zero (names from :data:`BLOCK_PARTS`).  Sealed."""
     check_sealed(reason, TYS_NEW_BLOCK_REASON)
-    _first("tys_new_block", "tys_new_block_zeroed", a_set=isinstance(zeroed, str) or not hasattr(zeroed, "__iter__"))
+    first = partial(_first, "tys_new_block", "tys_new_block_zeroed")
+    first(a_set=isinstance(zeroed, str) or not hasattr(zeroed, "__iter__"))
     got = {as_option(z, BLOCK_PARTS) for z in zeroed}
     unknown = sorted(str(z) for z in got if z not in BLOCK_PARTS)
-    _first("tys_new_block", "tys_new_block_zeroed", dict(unknown=unknown, parts=", ".join(BLOCK_PARTS)), unknown=unknown)
+    first(dict(unknown=unknown, parts=", ".join(BLOCK_PARTS)), unknown=unknown)
     extra, missing = sealed_picks(got, TYS_NEW_BLOCK_ZEROED)
-    _first("tys_new_block", "tys_new_block_zeroed", mixed=extra and missing, missing=missing, extra=extra)
+    first(mixed=extra and missing, missing=missing, extra=extra)
 
 
 check_tys_long_tests = Question((TYS_LONG_REASON, TYS_LONG_SHARE))
