@@ -125,7 +125,6 @@ def expected_servable(cards: Mapping[str, Mapping], context: int, gpu_memory_byt
 
 
 def _alt_d_head(s) -> int | None:
-    """hidden_size / heads where it differs from the card's head_dim (latent attention aside)."""
     d = s.d_model // s.n_heads
     return d if s.mla is None and s.d_model % s.n_heads == 0 and d != s.d_head else None
 
@@ -241,7 +240,6 @@ def _card_kind(config: Mapping, shipped: bool) -> tuple:
 
 
 def _cases(cards, scenarios) -> tuple[dict, list]:
-    """``{name: config}`` from shipped names or a mapping of configs; each scenario's (context, memory, dtype)."""
     configs = ({n: dict(c) for n, c in cards.items()} if isinstance(cards, Mapping)
                else {n: card_config(n) for n in cards})
     return configs, [(sc["context"], sc["gpu_memory_bytes"], sc.get("dtype", "bf16")) for sc in scenarios]
@@ -252,7 +250,6 @@ _VISIBLE = [(n, c, sc) for cards, scs in VISIBLE_CASES for n, c in _cases(cards,
 
 
 def _count(got, expected: int, what: str, mistakes: Mapping) -> None:
-    """An exact count: :func:`check_value` (a whole number, ``mistakes`` named), then an int (:func:`whole`)."""
     check_value(got, expected, what=what, integer=True, mistakes=mistakes)
     whole(got, what)
 
