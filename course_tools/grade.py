@@ -64,7 +64,7 @@ from . import exports, lms
 from .feedback import Report, hidden_lines
 from .intake import USABLE, extra_files, inspect_submission
 from .integrity import (changed, course_lib_digest, course_lib_fingerprint, digest_paths,
-                        gradebook_definition)
+                        gradebook_definition, kernels_course_lib_problem)
 from .jobs import run_all
 from .report import print_report, record_scores, write_outputs
 from .preprocessors import role
@@ -428,7 +428,8 @@ def grade(submissions: Path, out: Path, names: list[str] | None = None,
     if not submissions.exists():
         raise GradeError(f"SUBMISSIONS {submissions} does not exist")
     box_words = _sandbox_words(sandbox, limits)  # refuses (nothing written) without bwrap
-    _kernels_find_this_course_lib(sandbox)
+    if problem := kernels_course_lib_problem(sandbox == Sandbox.BWRAP):  # a worker refuses a job for it too
+        raise GradeError(problem)
     known = course_assignments(course)
     # LMS intake: a folder or .zip in any layout -> <student>/<assignment>/ (course_tools.lms)
     original, staging = submissions, Path(tempfile.mkdtemp(prefix="course-intake-"))
@@ -667,28 +668,6 @@ class _Progress:
 
     def close(self) -> None:
         self.bar.close()
-
-
-def _kernels_find_this_course_lib(sandbox: Sandbox) -> None:
-    """Raise :class:`GradeError` (one line) unless a kernel this environment starts imports the course_lib
-    this grader runs with: the grader compares records with those of its own checks, and the sandbox shows
-    kernels only this course_lib's folder.  Two checkouts sharing one environment (whose editable install
-    points at the other) would otherwise fail every notebook with a NameError that blames the course."""
-    import subprocess
-
-    import course_lib
-
-    mine = Path(course_lib.__file__).resolve().parent
-    env = {k: v for k, v in os.environ.items() if sandbox == Sandbox.NONE or k != "PYTHONPATH"}  # bwrap: cleared
-    probe = subprocess.run([sys.executable, "-c", "import course_lib, os; print(os.path.dirname("
-                            "os.path.realpath(course_lib.__file__)))"], cwd="/", env=env, capture_output=True,
-                           text=True, timeout=120)
-    theirs = Path(probe.stdout.strip()) if probe.returncode == 0 else None
-    if theirs != mine:
-        found = f"import course_lib from {theirs}" if theirs else "cannot import course_lib"
-        raise GradeError(f"kernels of this Python environment ({sys.prefix}) {found}, not this grader's {mine}: "
-                         f"install this checkout in it (pip install -e {mine.parent}) or grade from "
-                         f"{theirs.parent if theirs else 'the checkout it holds'}")
 
 
 def _sandbox_words(sandbox: Sandbox, limits: Limits) -> str:

@@ -3,6 +3,7 @@ changed (the submissions, the assignments' source, course_lib, the gradebook's d
 and the fingerprint of course_lib a job must run against."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -68,6 +69,37 @@ def course_lib_digest() -> dict[str, str]:
     import course_lib
 
     return tree_digest(Path(course_lib.__file__).resolve().parent, skip=("__pycache__",))
+
+
+@functools.cache
+def kernels_course_lib(sandboxed: bool) -> Path | None:
+    """The folder a kernel this Python environment starts imports course_lib from (None: it cannot import it):
+    not this process's working directory, and, in the sandbox (``sandboxed``), without ``PYTHONPATH``, which the
+    sandbox clears.  Two checkouts sharing one environment may differ from this process's own course_lib."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not sandboxed or k != "PYTHONPATH"}
+    probe = subprocess.run([sys.executable, "-c", "import course_lib, os; print(os.path.dirname("
+                            "os.path.realpath(course_lib.__file__)))"], cwd="/", env=env, capture_output=True,
+                           text=True, timeout=120)
+    return Path(probe.stdout.strip()) if probe.returncode == 0 else None
+
+
+def kernels_course_lib_problem(sandboxed: bool) -> str:
+    """Why kernels here would not import this process's course_lib ("" if they do): the records they publish
+    would come from other checks, and the sandbox shows kernels only this course_lib's folder."""
+    import sys
+
+    import course_lib
+
+    mine, theirs = Path(course_lib.__file__).resolve().parent, kernels_course_lib(sandboxed)
+    if theirs == mine:
+        return ""
+    found = f"import course_lib from {theirs}" if theirs else "cannot import course_lib"
+    other = theirs.parent if theirs else "the checkout it holds"
+    return (f"kernels of this Python environment ({sys.prefix}) {found}, not this grader's {mine}: install this "
+            f"checkout in it (pip install -e {mine.parent}) or grade from {other}")
 
 
 def course_lib_fingerprint() -> str:

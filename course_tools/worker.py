@@ -294,13 +294,15 @@ def refusal(spec: JobSpec) -> str:
     the spec was made against, or the spec asks for a sandbox this machine cannot build."""
     import socket
 
-    from .integrity import course_lib_fingerprint
+    from .integrity import course_lib_fingerprint, kernels_course_lib_problem
 
     mine = course_lib_fingerprint()
     if mine != spec.course_lib:
         return (f"the worker on {socket.gethostname()} has another course_lib (digest "
                 f"{mine[:12]}, the grade command's {spec.course_lib[:12]}): install the same "
                 "version of the course on every worker")
+    if problem := kernels_course_lib_problem(spec.sandbox == Sandbox.BWRAP):
+        return f"the worker on {socket.gethostname()}: {problem}"
     if spec.sandbox == Sandbox.BWRAP:
         from .sandbox import SandboxUnavailable, probe
         try:

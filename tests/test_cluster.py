@@ -279,3 +279,22 @@ def test_a_dead_process_job_folders_are_removed_by_the_next_job(tmp_path):
     zombie.wait()
     assert (live / "job-y-1").is_dir() and other.is_dir()
     assert jobs_parent(tmp_path) == mine  # the next call: the same folder
+
+
+def test_a_worker_whose_kernels_import_another_course_lib_refuses_the_job(monkeypatch):
+    """A worker whose own course_lib matches the grade command's, but whose environment's kernels would import
+    another (two checkouts sharing one environment on that machine), refuses each job in one line rather than
+    failing every notebook: the same check the grade command makes before it starts (course_tools.integrity)."""
+    from course_tools import integrity
+    from course_tools.protocol import JobSpec, Limits, Sandbox
+    from course_tools.worker import refusal
+
+    limits = Limits(cell_timeout=5, notebook_timeout=30.0, max_cell_output=100, max_notebook_output=1000,
+                    memory=0, job_memory=0, processes=64, scratch=2**26, file_size=2**20)
+    spec = JobSpec(job_id="t-1", student="ann", assignment="mini", reference=False, notebooks={}, files={},
+                   source_files={}, gradebook="", config="", limits=limits, sandbox=Sandbox.NONE,
+                   course_lib=integrity.course_lib_fingerprint())
+    assert refusal(spec) == ""
+    monkeypatch.setattr(integrity, "kernels_course_lib", lambda sandboxed: Path("/elsewhere/course_lib"))
+    why = refusal(spec)
+    assert "kernels of this Python environment" in why and "import course_lib from /elsewhere" in why
