@@ -242,16 +242,13 @@ class Inputs:
         return (*self.shown, *self.random)
 
     def label(self, name: str, args: Mapping) -> str:
-        args = dict(args)
-        shown = args in [dict(a) for a in self.visible]
-        return label(name, self.text(args) if self.text else args, shown=shown,
-                     random=args in [dict(a) for a in self.random],
-                     kinds=self.kinds(args) if self.kinds else (self.hidden,))
+        return label(name, self.text(args) if self.text else args, shown=is_shown(args, self.visible),
+                     random=is_shown(args, self.random), kinds=self.kinds(args) if self.kinds else (self.hidden,))
 
 
 @dataclass(frozen=True)
 class Part:
-    """One value of a learner's result, checked with :func:`check_value`.
+    """One value of a learner's result, checked with :func:`check_value` (or an array, with :func:`compare`).
 
     Attributes:
         index: where it is in the result (a tuple position or a dict key); None for the
@@ -273,6 +270,11 @@ class Part:
     suffix: str = ""
     """Optional: how a message names this part after the call's label on any input, shown or
     hidden (``"[0], the ridge point"``); default: :func:`part_label`'s."""
+    close: tuple[float, float] | None = None
+    """Optional: ``(rtol, atol)``: the part is an array (a tensor, with ``tensor``), compared by :func:`compare`
+    (``mistakes`` give arrays, computed only on a wrong answer; ``shape_words`` as there) rather than a number."""
+    shape_words: str = ""
+    tensor: bool = False
 
 
 class Check:
@@ -313,8 +315,8 @@ class Question(Check):
 @dataclass(frozen=True)
 class Exercise(Check):
     """A function exercise: the learner's ``name``, tried on ``inputs``, each result compared
-    part by part with ``reference(args)`` (a dict; the args are merged in, for the parts'
-    mistakes).  ``returns`` says how to read the result: ``None`` (one value), a text naming
+    part by part with ``reference(args)`` (a dict; the args, and what ``make`` built, are merged in,
+    for the parts' mistakes).  ``returns`` says how to read the result: ``None`` (one value), a text naming
     the tuple's values in order (``"total, active"``), or a tuple of dict keys.  ``shortcuts``
     and ``c_functions``: see :func:`call`."""
     name: str
@@ -335,6 +337,10 @@ class Exercise(Check):
     parameters may have any names), rather than as keywords."""
     explain_errors: bool = False
     """Whether an error ``fn`` raises on a shown input is one line naming it too (:func:`call`)."""
+    make: Callable[[Mapping], Mapping] | None = None
+    """Optional: the arguments built from a case (a toy model, tensors drawn from its seed), as ``{name:
+    object}``: ``fn`` gets them positionally in that order, and ``reference`` and the parts see them beside the
+    case's values."""
 
     def unpack(self, result, label: str):
         if self.returns is None:
@@ -353,31 +359,37 @@ class Exercise(Check):
         with builds_on(*self.builds_on) if self.builds_on else nullcontext():
             for args in (self.inputs.visible if cases is None else cases):
                 args = args if isinstance(args, Mapping) else {self.arg: args}
-                random = dict(args) in [dict(a) for a in self.inputs.random]
                 try:
                     self.check_one(fn, args)
                 except CheckFailed as e:
-                    if random and fixed_passed and self.fixed_note:
+                    if fixed_passed and self.fixed_note and is_shown(args, self.inputs.random):
                         raise CheckFailed(f"{e} (It was right on the input the notebook shows: "
                                           "does it use its arguments, or hold a fixed answer?)") \
                             from None
                     raise
-                fixed_passed |= dict(args) in [dict(a) for a in self.inputs.shown]
+                fixed_passed |= is_shown(args, self.inputs.shown)
 
     def check_one(self, fn, args: Mapping) -> None:
         label = self.inputs.label(self.name, args)
-        shown, positional = HIDDEN not in label, self.positional
-        result = self.unpack(call(fn, label, *(args.values() if positional else ()), shown=shown,
-                                  shortcuts=self.shortcuts, c_functions=self.c_functions,
-                                  explain_errors=self.explain_errors, **({} if positional else args)), label)
-        ref = {**args, **self.reference(args)}
+        shown, made = HIDDEN not in label, self.make(args) if self.make else None
+        positional = made.values() if made is not None else args.values() if self.positional else ()
+        result = self.unpack(call(fn, label, *positional, shown=shown, shortcuts=self.shortcuts,
+                                  c_functions=self.c_functions, explain_errors=self.explain_errors,
+                                  **({} if made is not None or self.positional else args)), label)
+        ref = {**args, **(made or {})}
+        ref |= self.reference(ref)
         for part in self.parts:
             got = result if part.index is None else result[part.index]
             want = ref[part.expected] if isinstance(part.expected, str) else part.expected(ref)
             what = label + part.suffix if part.suffix else part_label(label, part.index, part.name)
-            mistakes = part.mistakes(ref) if part.mistakes else None
             with builds_on(*part.builds_on) if part.builds_on else nullcontext():
-                check_value(got, want, what=what, rel=part.rel, integer=part.integer, mistakes=mistakes)
+                if part.close:
+                    compare(got, want, what=what, shown=shown, rtol=part.close[0], atol=part.close[1],
+                            tensor=part.tensor, shape_words=part.shape_words,
+                            mistakes=part.mistakes and partial(part.mistakes, ref))
+                else:
+                    check_value(got, want, what=what, rel=part.rel, integer=part.integer,
+                                mistakes=part.mistakes(ref) if part.mistakes else None)
 
 
 # --- shared words and names for lessons' checks ------------------------------------------------
