@@ -39,6 +39,10 @@ def test_made_arguments_reach_fn_and_a_right_array_publishes_one_close_record(ca
     assert shown["got"]["values"] == pytest.approx((2 * _x(**SHOWN)).tolist())
     assert (shown["rtol"], shown["atol"]) == (2e-6, 2e-8)  # twice the comparison's tolerance
     assert hidden["what"] == "doubled on a hidden test's input (a longer vector)"
+    exact = Exercise("doubled", CHECK.inputs, CHECK.reference, [Part(close=(0, 0), record=(0, 0))], make=CHECK.make)
+    exact(lambda x: x + x)
+    (record,) = _records(capsys)
+    assert (record["rtol"], record["atol"]) == (0, 0)  # the record's tolerance as given
 
 
 def test_an_array_part_names_its_mistake_and_hides_a_hidden_shape(capsys, monkeypatch):

@@ -272,9 +272,11 @@ class Part:
     hidden (``"[0], the ridge point"``); default: :func:`part_label`'s."""
     close: tuple[float, float] | None = None
     """Optional: ``(rtol, atol)``: the part is an array (a tensor, with ``tensor``), compared by :func:`compare`
-    (``mistakes`` give arrays, computed only on a wrong answer; ``shape_words`` as there) rather than a number."""
+    (``mistakes`` give arrays, computed only on a wrong answer; ``shape_words``, ``tensor``, ``record`` as there)
+    rather than a number."""
     shape_words: str = ""
     tensor: bool = False
+    record: tuple[float, float] | None = None
 
 
 class Check:
@@ -385,7 +387,7 @@ class Exercise(Check):
             with builds_on(*part.builds_on) if part.builds_on else nullcontext():
                 if part.close:
                     compare(got, want, what=what, shown=shown, rtol=part.close[0], atol=part.close[1],
-                            tensor=part.tensor, shape_words=part.shape_words,
+                            tensor=part.tensor, shape_words=part.shape_words, record=part.record,
                             mistakes=part.mistakes and partial(part.mistakes, ref))
                 else:
                     check_value(got, want, what=what, rel=part.rel, integer=part.integer,
