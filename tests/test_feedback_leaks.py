@@ -150,7 +150,6 @@ _NOT_INPUTS = (
     r"a factor of about [\d,.]+",  # the size words (checks.size_words): got / expected
     r"by about \d+%",
     r"a factor between [\d,]+ and [\d,]+|less than a factor of 100",  # a sealed answer's
-    r"\d+% of its values",       # check_close: how much of the answer is off
     r"by up to \S+",             # how far the answer is from the reference
 )
 """Phrases of a message that carry no input value, left out of the scan."""
