@@ -390,7 +390,7 @@ def test_the_scan_finds_planted_secrets(assignment):
             assert leaked(f"q {inside} is not right", [s])
             assert not leaked(f"q {inside} is not right", [s], hidden=False)
     number = Secret(33, "33")
-    for message in ("it is too large by a factor of about 33", "33% of its values are off",
+    for message in ("it is too large by a factor of about 33",
                     "it differs from the reference by up to 33", "a 33-bit number",
                     "a card of model_type 33", "1330 tokens", "0.33 of it"):
         assert not leaked(message, [number]), message
