@@ -29,7 +29,7 @@ from typing import Callable, Mapping, Sequence
 import course_lib
 
 from . import records as _records
-from .sealed import Sealed, as_option, is_number, judge as _judge
+from .sealed import Sealed, as_number, as_option, judge as _judge
 from ..tutor import NotAnswered, announce, if_answered, not_answered, waiting_for
 
 
@@ -55,13 +55,11 @@ COUNTER_MODULES = ("params.py", "memory.py", "flops.py")
 function may not call them (it must build the count)."""
 
 
-def _as_number(x, what: str):
-    if not is_number(x):
-        raise CheckFailed(f"{what}: expected a number, got {type(x).__name__} {x!r:.60}")
-    x = x.item() if hasattr(x, "item") else x
-    if isinstance(x, float) and not math.isfinite(x):
-        raise CheckFailed(f"{what}: got {x}, which is not a finite number")
-    return x
+def _as_number(x, what: str, whole: bool = False):
+    try:
+        return as_number(x, what, whole)
+    except ValueError as e:
+        raise CheckFailed(str(e)) from None
 
 
 _LADDER = (1, 1.1, 1.2, 1.3, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 10)
@@ -117,8 +115,7 @@ def check_value(got, expected, *, what: str, mistakes: Mapping[str, float] | Non
     """
     got = _as_number(got, what)
     _records.publish("value", what, got=got, rel=rel, integer=integer)
-    if integer and not (float(got).is_integer()):
-        raise CheckFailed(f"{what}: expected a whole number, got {got!r}")
+    _as_number(got, what, whole=integer)
 
     def same(a, b):
         return a == b if rel == 0 else math.isclose(a, b, rel_tol=rel, abs_tol=0.0)

@@ -114,6 +114,19 @@ def is_number(x) -> bool:
         hasattr(x, "item") and getattr(x, "ndim", 1) == 0 and not isinstance(x, bool))
 
 
+def as_number(x, what: str, whole: bool = False):
+    """``x`` (a Python, numpy or torch real scalar) as a Python number, else ValueError with the words a learner
+    reads: not a number (a bool is not), not finite, or (``whole``) not a whole number."""
+    if not is_number(x):
+        raise ValueError(f"{what}: expected a number, got {type(x).__name__} {x!r:.60}")
+    x = x.item() if hasattr(x, "item") else x
+    if isinstance(x, float) and not math.isfinite(x):
+        raise ValueError(f"{what}: got {x}, which is not a finite number")
+    if whole and not float(x).is_integer():
+        raise ValueError(f"{what}: expected a whole number, got {x!r}")
+    return x
+
+
 def canonical(x, digits: int | None) -> str:
     """The canonical text of number ``x``: ``digits`` significant figures in ``e`` notation,
     or, with ``digits=None``, the exact whole number (``"1024"``).
@@ -174,15 +187,12 @@ def judge(sealed: Sealed, got) -> Verdict:
             return Verdict(False, f"{what}: answer with one of "
                                   f"{', '.join(map(repr, sealed.choices))}, got {got!r:.60}")
         lead = f"{what}: {got!r:.60} is not right: "  # the answer as the learner wrote it, not its form
-    elif not is_number(got):
-        return Verdict(False, f"{what}: expected a number, got {type(got).__name__} {got!r:.60}")
     else:
         try:
-            form, lead = canonical(got, sealed.digits), f"{what} is not right: "
-        except ValueError:
-            x = got.item() if hasattr(got, "item") else got
-            return Verdict(False, f"{what}: got {x}, which is not a finite number" if not math.isfinite(float(x))
-                           else f"{what}: expected a whole number, got {x!r}")
+            form = canonical(as_number(got, what, whole=sealed.digits is None), sealed.digits)
+        except ValueError as e:
+            return Verdict(False, str(e))
+        lead = f"{what} is not right: "
     h = digest(sealed.salt, form)
     if h in sealed.right:
         return Verdict(True, form=form)
