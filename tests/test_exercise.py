@@ -67,3 +67,14 @@ def test_a_value_part_still_goes_through_check_value():
     check(lambda x: 2 * len(x))
     with pytest.raises(CheckFailed, match=r"total\(n=3, seed=0\) is not right: that is n, not 2·n"):
         check(lambda x: len(x))
+
+
+def test_an_answer_that_changes_its_input_in_place_does_not_move_the_reference():
+    def doubled_in_place(x):
+        return x.mul_(2)  # right, though it changes x
+
+    def tripled_in_place(x):
+        return x.mul_(3)  # the named mistake: compared with 3·x of the original x, not of the changed one
+    CHECK(doubled_in_place)
+    with pytest.raises(CheckFailed, match="it adds x to itself once too often"):
+        CHECK(tripled_in_place)

@@ -342,7 +342,7 @@ class Exercise(Check):
     make: Callable[[Mapping], Mapping] | None = None
     """Optional: the arguments built from a case (a toy model, tensors drawn from its seed), as ``{name:
     object}``: ``fn`` gets them positionally in that order, and ``reference`` and the parts see them beside the
-    case's values."""
+    case's values, made again (an answer that changes its inputs in place does not move the reference)."""
 
     def unpack(self, result, label: str):
         if self.returns is None:
@@ -378,7 +378,7 @@ class Exercise(Check):
         result = self.unpack(call(fn, label, *positional, shown=shown, shortcuts=self.shortcuts,
                                   c_functions=self.c_functions, explain_errors=self.explain_errors,
                                   **({} if made is not None or self.positional else args)), label)
-        ref = {**args, **(made or {})}
+        ref = {**args, **(self.make(args) if self.make else {})}  # made anew: fn may have changed its own
         ref |= self.reference(ref)
         for part in self.parts:
             got = result if part.index is None else result[part.index]
