@@ -224,12 +224,9 @@ def _head_scores(fn, cases, name, reference, mistakes, periodic=False) -> None:
                  "a single pattern, no leading dimensions" if len(case["shape"]) == 2 else "")
         label, shown, got = _try(fn, name, case, (PATTERN_CASES, RANDOM_PATTERN), f"pattern {tuple(p.shape)}" + (
             f", period={period}" if periodic else ""), (p.clone(), period)[:1 + periodic], kinds=kinds)
-        got, want = _tensor(got, label), tuple(p.shape[:-2])
-        if got.shape != want:
-            words = H["expected"].format(want=want) if shown else H["expected_hidden"]
-            raise CheckFailed(_shape(label, got.shape, shown, words, H["per_query"] if got.dim() > len(want) else ""))
-        compare(got, reference(p, period).to(torch.float64), what=label, rtol=1e-5, atol=1e-6,
-                mistakes=mistakes(p.to(torch.float64), period))
+        got = _tensor(got, label)
+        compare(got, reference(p, period), what=label, shown=shown, rtol=1e-5, atol=1e-6, mistakes=mistakes(
+            p.to(torch.float64), period), shape_words=H["leading"] + (H["per_query"] if got.dim() > p.dim() - 2 else ""))
 
 
 def check_previous_token_score(fn, cases: Sequence[Mapping] = (*PATTERN_CASES, *RANDOM_PATTERN)) -> None:
@@ -352,13 +349,12 @@ def check_in_context_score(fn, cases: Sequence[Mapping] = (*CONTEXT_CASES, *RAND
         tokens, p = context_inputs(**case), case["period"]
         label, _, got = attempt(fn, "in_context_score", case, (CONTEXT_CASES, RANDOM_CONTEXT), f"model, tokens "
                                 f"{tuple(tokens.shape)}, period={p}", (model, tokens.clone(), p), explain_errors=True)
-        got = _as_number(got, label)
         with torch.no_grad():
             losses = next_token_losses(model, tokens)  # (n_seqs, pos-1): [:, i] predicts token i+1
         first, later = losses[:, :p - 1].mean().item(), losses[:, p - 1:].mean().item()
-        off_by_one = losses[:, p:].mean().item() - losses[:, :p].mean().item()
+        shifted = losses[:, p:].mean().item() - losses[:, :p].mean().item()
         check_value(got, later - first, what=label, rel=1e-4, mistakes=named(
-            HINTS["in_context_score"], sign=first - later, off_by_one=off_by_one, ratio=later / first, later_only=later))
+            HINTS["in_context_score"], sign=first - later, off_by_one=shifted, ratio=later / first, later_only=later))
 
 
 # --- sealed answers: the recap, the paper's figures, test yourself ---------------------------
@@ -383,8 +379,7 @@ def check_tys1(answer) -> None:
     """Test-yourself 1: a dict matching query, key and value to letters of QKV_OPTIONS (sealed)."""
     if not isinstance(answer, Mapping) or set(answer) != set(TYS1_SEALED):
         raise CheckFailed(HINTS["tys1"]["keys"])
-    for name, sealed in TYS1_SEALED.items():
-        check_sealed(answer[name], sealed)
+    Question(list(TYS1_SEALED.values()))(*(answer[name] for name in TYS1_SEALED))
 
 
 check_tys2 = Question([SEALED[f"lesson2/{s}"] for s in ("tys2_reason", "tys2_unscaled", "tys2_scaled")])
