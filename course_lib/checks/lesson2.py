@@ -13,14 +13,12 @@ import torch
 import torch.nn.functional as F
 
 from .. import tasks
-from . import CheckFailed, _as_number, check_sealed, check_value, is_shown, on_hidden
+from . import CheckFailed, _as_number, check_value, is_shown, on_hidden
 from .exercise import RANDOM_TAG, Question, attempt, call, close, compare, exactly, name_mistake, read_choice
 from .hints import load as _load_hints, named
 from .sealed import load as _load_sealed
 
 SEALED, HINTS = _load_sealed("lesson2"), _load_hints("lesson2")
-SCALE_TRIALS, SCALE_SEED = 10_000, 0
-"""Section 2's measurement (one query, 8 keys of d_k = 256): its draws and seed."""
 # The visible tests' fixed inputs (the hidden tests pass others), check_largest_weight's draws per case and
 # check_missing_or_ignored's threshold; then one input of each made at run time (seeded), so that an answer
 # which ignores its arguments fails in the notebook.
@@ -146,7 +144,7 @@ def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_AT
 # --- 2. the scale: the largest weight --------------------------------------------------------
 
 @lru_cache(maxsize=64)
-def largest_weight_reference(d_k, n_keys, scaled, n_trials=SCALE_TRIALS, seed=SCALE_SEED, divide_by=None):
+def largest_weight_reference(d_k, n_keys, scaled, n_trials=10_000, seed=0, divide_by=None):
     """(mean, std) over ``n_trials`` of the largest softmax weight of a standard normal query (drawn first) over
     ``n_keys`` keys from ``manual_seed(seed)``, the scores divided by sqrt(d_k) if ``scaled`` (or ``divide_by``)."""
     g = torch.Generator().manual_seed(seed)
