@@ -19,9 +19,8 @@ from .hints import load as _load_hints, named
 from .sealed import load as _load_sealed
 
 SEALED, HINTS = _load_sealed("lesson2"), _load_hints("lesson2")
-# The visible tests' fixed inputs (the hidden tests pass others), check_largest_weight's draws per case and
-# check_missing_or_ignored's threshold; then one input of each made at run time (seeded), so that an answer
-# which ignores its arguments fails in the notebook.
+# The visible tests' fixed inputs (the hidden tests pass others), largest_weight's draws, missing_or_ignored's
+# threshold; then one input of each made at run time (seeded), so that an answer ignoring its arguments fails.
 ATTENTION_CASES = (dict(batch=(2,), n_q=4, n_k=6, d_k=8, d_v=5, mask=None, seed=0),
                    dict(batch=(2,), n_q=5, n_k=7, d_k=8, d_v=3, mask="random", seed=1))
 WEIGHT_CASES, WEIGHT_TRIALS = (dict(d_k=256, n_keys=8, seed=0),), 4000
