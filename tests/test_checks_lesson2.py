@@ -526,7 +526,7 @@ def test_every_visible_test_catches_an_answer_that_ignores_its_arguments(check, 
 
 
 def test_inputs_made_at_run_time_are_the_same_on_every_run_and_not_the_lessons():
-    assert L2._random("attention").random() == L2._random("attention").random()
+    assert L2._draw("attention", n=(1, 10**9)) == L2._draw("attention", n=(1, 10**9))
     for fixed, made in ((L2.ATTENTION_CASES, L2.RANDOM_ATTENTION), (L2.WEIGHT_CASES, L2.RANDOM_WEIGHT),
                         (L2.MASK_SIZES, L2.RANDOM_MASK_SIZES), (L2.PATTERN_CASES, L2.RANDOM_PATTERN),
                         (L2.QUERY_CASES, L2.RANDOM_QUERY), (L2.CONTEXT_CASES, L2.RANDOM_CONTEXT)):
