@@ -24,8 +24,7 @@ from .hints import load as _load_hints, named as _named
 from .sealed import as_option, load as _load_sealed
 
 SEALED, H = _load_sealed("lesson3"), _load_hints("lesson3")
-"""This assignment's sealed answers by salt (sealed_answers/lesson3.json); the words of the named mistakes, by
-exercise (hints/lesson3.toml)."""
+"""Sealed answers by salt (sealed_answers/lesson3.json); words of named mistakes by exercise (hints/lesson3.toml)."""
 
 BLOCK_CASES = (dict(d_model=768, d_ff=3072, style="gpt2"), dict(d_model=4096, d_ff=11008, style="llama"))
 """Visible cases of :func:`check_block_parts` and :func:`check_ff_share`: GPT-2 small's and Llama 2 7B's."""
@@ -258,13 +257,12 @@ def check_add_block(fn, cases: Sequence[Mapping] = (*ADD_CASES, *RANDOM_ADD)) ->
         label, shown, result = attempt(fn, "add_no_op_block", case, (ADD_CASES, RANDOM_ADD),
                                        f"{_describe(spec)} model, where={where}", (model, where),
                                        kinds=(_MODEL_KIND[spec.get("model", "chain")],))
-        untouched = len(model.blocks) == n_before and all(
-            torch.equal(before[n], t) for n, t in model.state_dict().items())
         blocks = getattr(result, "blocks", None)
         n = "none" if blocks is None else len(blocks)
         _first("add_block", label, dict(n=n_before, got=n, at=f"index {where}" if shown else "index where"),  # unsaid
-               copy_first=result is model or not untouched, one_more=n != n_before + 1 and not shown,
-               n_plus_one=n != n_before + 1,
+               copy_first=result is model or len(model.blocks) != n_before or not all(
+                   torch.equal(before[name], t) for name, t in model.state_dict().items()),
+               one_more=n != n_before + 1 and not shown, n_plus_one=n != n_before + 1,
                not_new=lambda: sum(p.numel() for p in blocks[where].parameters()) != block_params(model.shape)["total"],
                order=lambda: not all(torch.equal(t, before[f"blocks.{i}.{k}"]) for i, b in enumerate(
                    b for j, b in enumerate(blocks) if j != where) for k, t in b.state_dict().items()))
@@ -348,9 +346,8 @@ def compressed_model(how: str, k: int | None = None, n_kv_heads: int | None = No
     ``"kv"`` (n_kv_heads shared key/value heads), or ``"both"``."""
     if how not in _HOW:
         raise ValueError(f"how={how!r} is not one of ff, kv, both")
-    model = load_chain_model()[0]
-    model = share_kv_heads(model, n_kv_heads) if how in ("kv", "both") else model
-    return prune_feed_forward(model, k) if how in ("ff", "both") else model
+    model = share_kv_heads(load_chain_model()[0], n_kv_heads) if how != "ff" else load_chain_model()[0]
+    return prune_feed_forward(model, k) if how != "kv" else model
 
 
 def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RANDOM_REPORT)) -> None:
@@ -359,9 +356,8 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
     model's share of 1-step and of 8-step items of ``task`` wholly right.  ``cases``: :func:`compressed_model`'s."""
     task, original, h = chain_task(), load_chain_model()[0], H["compression_report"]
 
-    def sizes(model) -> tuple[int, int]:  # parameters of the attention layers, of the feed-forward layers
-        return (sum(p.numel() for b in model.blocks for p in b.attn.parameters()),
-                sum(p.numel() for b in model.blocks if b.mlp is not None for p in b.mlp.parameters()))
+    def size(m, part: str) -> int:  # parameters of that part of every block
+        return sum(p.numel() for b in m.blocks if getattr(b, part) is not None for p in getattr(b, part).parameters())
     for case in cases:
         compressed = compressed_model(**case)
         with torch.no_grad():
@@ -371,7 +367,7 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
         if not isinstance(got, Mapping) or any(k not in got for k in REPORT_KEYS):
             raise CheckFailed(f"{label}: return a dict with keys {', '.join(map(repr, REPORT_KEYS))}, got " + (
                 f"the keys {sorted(map(str, got))}" if isinstance(got, Mapping) else type(got).__name__))
-        (a0, f0), (a1, f1) = sizes(original), sizes(compressed)
+        (a0, f0), (a1, f1) = ((size(m, "attn"), size(m, "mlp")) for m in (original, compressed))
         whole = a0 - a1 + f0 - f1
         for part, cut, left in (("attention", a0 - a1, a1), ("feed_forward", f0 - f1, f1)):
             check_value(got[part], cut, what=f"{label}[{part!r}]", integer=True, mistakes=_named(
@@ -391,21 +387,16 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
 # Each part to zero is sealed alone ("yes" or "no", no hint, so the seals look alike); the diagnosis
 # comes from which parts are wrong.  The share is sealed with 0.3 % tolerance.
 
-TYS_NEW_BLOCK_REASON = SEALED["lesson3/tys_new_block_reason"]
-TYS_NEW_BLOCK_ZEROED = {part: SEALED[f"lesson3/tys_new_block_zeroed/{part}"] for part in BLOCK_PARTS}
-"""Each part's sealed "yes" (zero it) or "no"."""
-
-
 def check_tys_new_block(reason, zeroed) -> None:
     """Test-yourself 1: why a new block can be added without breaking a model (a choice), and
     which parts of a GPT-2-style block to zero (names from :data:`BLOCK_PARTS`).  Sealed."""
-    check_sealed(reason, TYS_NEW_BLOCK_REASON)
+    check_sealed(reason, SEALED["lesson3/tys_new_block_reason"])
     tys = ("tys_new_block", "tys_new_block_zeroed")  # the hints' table, the message's label
     _first(*tys, a_set=isinstance(zeroed, str) or not hasattr(zeroed, "__iter__"))
     got = {as_option(z, BLOCK_PARTS) for z in zeroed}
     unknown = sorted(str(z) for z in got if z not in BLOCK_PARTS)
     _first(*tys, dict(unknown=unknown, parts=", ".join(BLOCK_PARTS)), unknown=unknown)
-    extra, missing = sealed_picks(got, TYS_NEW_BLOCK_ZEROED)
+    extra, missing = sealed_picks(got, {part: SEALED[f"lesson3/tys_new_block_zeroed/{part}"] for part in BLOCK_PARTS})
     _first(*tys, mixed=extra and missing, missing=missing, extra=extra)
 
 
