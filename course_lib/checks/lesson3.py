@@ -150,10 +150,9 @@ def check_stream_parts(fn, blocks: Sequence[Mapping] = (*STREAM_BLOCKS, *RANDOM_
         block = toy_block(**spec)
         x = _inputs(block.norm_1.weight.shape[0], spec.get("seed", 0))
         with torch.no_grad():
-            label, shown, result = attempt(
-                fn, "stream_parts", spec, (STREAM_BLOCKS, RANDOM_STREAM_BLOCKS), f"block with {_describe(spec)}, x",
-                (block, x), kinds=_block_kind(spec), forbidden={TransformerBlock.run: h["calls_block"]},
-                advice=h["advice"])
+            label, shown, result = attempt(fn, "stream_parts", spec, (STREAM_BLOCKS, RANDOM_STREAM_BLOCKS),
+                                           f"block with {_describe(spec)}, x", (block, x), kinds=_block_kind(spec),
+                                           forbidden={TransformerBlock.run: h["calls_block"]}, advice=h["advice"])
             _first("stream_parts", label, dict(got=type(result).__name__),
                    two_tensors=not isinstance(result, (tuple, list)) or len(result) != 2)
             a = block.attn(block.norm_1(x))
@@ -172,19 +171,17 @@ def check_stream_parts(fn, blocks: Sequence[Mapping] = (*STREAM_BLOCKS, *RANDOM_
 
 def block_part_mistakes(d_model: int, d_ff: int, style: str) -> dict:
     """``{part: {diagnosis: wrong value}}`` for the usual slips in counting one block."""
-    d, f = d_model, d_ff
+    d, f, h = d_model, d_ff, H["block_parts"]
     if style == "gpt2":
-        values = dict(attention=dict(gpt2_attn_no_biases=4 * d * d, gpt2_attn_out_bias_only=4 * d * d + d),
-                      feed_forward=dict(gpt2_ff_no_biases=2 * d * f, gpt2_ff_no_down_bias=2 * d * f + f,
+        return dict(attention=_named(h, gpt2_attn_no_biases=4 * d * d, gpt2_attn_out_bias_only=4 * d * d + d),
+                    feed_forward=_named(h, gpt2_ff_no_biases=2 * d * f, gpt2_ff_no_down_bias=2 * d * f + f,
                                         gpt2_ff_bias_widths=2 * d * f + 2 * d, gpt2_ff_three=3 * d * f + 2 * f + d,
-                                        **({"d_ff_given": 8 * d * d + 5 * d} if f != 4 * d else {})),
-                      norms=dict(gpt2_layernorm_bias=2 * d, gpt2_no_norms=0, gpt2_final_norm=6 * d))
-    else:
-        values = dict(attention=dict(llama_attn_biases=4 * d * d + 4 * d),
-                      feed_forward=dict(llama_ff_two=2 * d * f, llama_ff_biases=3 * d * f + 2 * f + d,
-                                        d_ff_given=3 * d * 4 * d, llama_ff_two_4d=8 * d * d),
-                      norms=dict(llama_rmsnorm_bias=4 * d, llama_no_norms=0, llama_one_norm=d))
-    return {part: _named(H["block_parts"], **m) for part, m in values.items()}
+                                        d_ff_given=8 * d * d + 5 * d if f != 4 * d else None),
+                    norms=_named(h, gpt2_layernorm_bias=2 * d, gpt2_no_norms=0, gpt2_final_norm=6 * d))
+    return dict(attention=_named(h, llama_attn_biases=4 * d * d + 4 * d),
+                feed_forward=_named(h, llama_ff_two=2 * d * f, llama_ff_biases=3 * d * f + 2 * f + d,
+                                    d_ff_given=3 * d * 4 * d, llama_ff_two_4d=8 * d * d),
+                norms=_named(h, llama_rmsnorm_bias=4 * d, llama_no_norms=0, llama_one_norm=d))
 
 
 SIZES = dict(inputs=Inputs(BLOCK_CASES, RANDOM_SIZES, text=_describe, kinds=lambda c: (
@@ -193,9 +190,8 @@ SIZES = dict(inputs=Inputs(BLOCK_CASES, RANDOM_SIZES, text=_describe, kinds=lamb
     reference=lambda a: {**block_params(_shape(a["style"], a["d_model"], 1, None, a["d_ff"])),
                          "slips": block_part_mistakes(**a)}, positional=True, fixed_note=False)
 """What both size exercises share: their inputs, and the learner's function gets ``(d_model, d_ff, style)``."""
-check_block_parts = Exercise("block_parts", **SIZES, returns=BLOCK_KEYS, parts=[
-    Part(key, expected=key, integer=True, mistakes=lambda r, key=key: r["slips"][key], suffix=f"[{key!r}]")
-    for key in BLOCK_KEYS])
+check_block_parts = Exercise("block_parts", **SIZES, returns=BLOCK_KEYS, parts=[Part(
+    k, expected=k, integer=True, mistakes=lambda r, k=k: r["slips"][k], suffix=f"[{k!r}]") for k in BLOCK_KEYS])
 """``block_parts(d_model, d_ff, style) -> {"attention", "feed_forward", "norms"}``: one block's
 parameters by part, style ``"gpt2"`` (biases, two LayerNorms, GELU) or ``"llama"`` (no biases,
 two RMSNorms, SwiGLU), multi-head attention (as many kv heads as heads)."""
@@ -239,9 +235,8 @@ def check_no_op(fn, blocks: Sequence[Mapping] = (*NO_OP_BLOCKS, *RANDOM_NO_OP_BL
         biases_left = ", ".join(n for n in outputs if n.endswith("bias") and n not in zero)
         _first("no_op", label, dict(inputs=inputs_zero, extra=", ".join(extra), biases=biases_left),
                inputs_zeroed=inputs_zero and not set(outputs) <= zero, also_changed=exact,
-               biases_left=biases_left and {n for n in outputs if n.endswith("weight")} <= zero,
-               attention_only=attn_zero and not ff_zero, ff_only=ff_zero and not attn_zero,
-               slightly=torch.allclose(out, x, atol=1e-3), not_its_input=True)
+               biases_left=biases_left and attn_zero and ff_zero, attention_only=attn_zero and not ff_zero,
+               ff_only=ff_zero and not attn_zero, slightly=torch.allclose(out, x, atol=1e-3), not_its_input=True)
 
 
 def check_add_block(fn, cases: Sequence[Mapping] = (*ADD_CASES, *RANDOM_ADD)) -> None:
@@ -290,11 +285,10 @@ def check_neuron_scores(fn, layers: Sequence[Mapping] = (*NEURON_LAYERS, *RANDOM
             up, down = mlp.up.weight, mlp.down.weight  # (d_ff, d_model), (d_model, d_ff)
             _first("neuron_scores", label, d_model_scores=isinstance(got, torch.Tensor)
                    and got.shape == (up.shape[1],) != (up.shape[0],))
-            r_up, r_down = up.norm(dim=1), down.norm(dim=0)
+            r_up, r_down, r_bias = up.norm(dim=1), down.norm(dim=0), torch.column_stack([up, mlp.up.bias]).norm(dim=1)
             compare(got, neuron_scores(mlp), what=label, shown=shown, **_TENSOR, shape_words="(d_ff,)",
                     mistakes=lambda: _named(H["neuron_scores"], up_only=r_up, down_only=r_down, added=r_up + r_down,
-                                            squared=r_up ** 2 * r_down ** 2,
-                                            with_bias=torch.cat([up, mlp.up.bias[:, None]], 1).norm(dim=1) * r_down,
+                                            squared=r_up ** 2 * r_down ** 2, with_bias=r_bias * r_down,
                                             transposed=up.norm(dim=0) * down.norm(dim=1) if square else None))
 
 
