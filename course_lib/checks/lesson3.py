@@ -307,8 +307,7 @@ def check_prune(fn, cases: Sequence[Mapping] = (*PRUNE_CASES, *RANDOM_PRUNE)) ->
         _first("prune", label, copy_first=result is model or not all(
             torch.equal(before[n], t) for n, t in model.state_dict().items()),
             blocks=lambda: len(getattr(result, "blocks", ())) != len(model.blocks))
-        for i, (b_new, b_old) in enumerate(zip(result.blocks, model.blocks)):
-            new, old = b_new.mlp, b_old.mlp  # a hidden model's blocks unsaid
+        for i, (new, old) in enumerate((a.mlp, b.mlp) for a, b in zip(result.blocks, model.blocks)):  # i: shown only
             (d_ff, d_model), shape = old.up.weight.shape, tuple(new.up.weight.shape)
             where = dict(blk=f"block {i}" if shown else "in a block", a_blk=f"block {i}" if shown else "a block")
             _first("prune", label, where, still_wide=shape == (d_ff, d_model) and k < d_ff,
