@@ -254,7 +254,7 @@ def check_add_block(fn, cases: Sequence[Mapping] = (*ADD_CASES, *RANDOM_ADD)) ->
                                        kinds=(_MODEL_KIND[spec.get("model", "chain")],))
         blocks = getattr(result, "blocks", None)
         n = "none" if blocks is None else len(blocks)
-        _first("add_block", label, dict(n=n_before, got=n, at=f"index {where}" if shown else "index where"),  # unsaid
+        _first("add_block", label, dict(n=n_before, got=n, at=f"index {where}" if shown else "index where"),
                copy_first=result is model or len(model.blocks) != n_before or not all(
                    torch.equal(before[name], t) for name, t in model.state_dict().items()),
                one_more=n != n_before + 1 and not shown, n_plus_one=n != n_before + 1,
