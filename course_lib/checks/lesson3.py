@@ -1,9 +1,8 @@
-"""Checks for lesson 3, "The block": a block's two notes to the stream, a block counted by part,
-a no-op block, pruning, a compression report, two sealed test-yourself questions.  Each compares
-with course_lib's block, counters and compression (which the learner's functions may not call) on
-the visible inputs, one made at run time (seeded) and the hidden tests'; a failure names the likely
-mistake (hints/lesson3.toml), never the expected value.  Test models have every parameter random.
-"""
+"""Checks for lesson 3, "The block": a block's two notes to the stream, a block counted by part, a no-op block,
+pruning, a compression report, two sealed test-yourself questions.  Each compares with course_lib's block, counters
+and compression (which the learner's functions may not call) on the visible inputs, one made at run time (seeded)
+and the hidden tests'; a failure names the likely mistake (hints/lesson3.toml), never the expected value.  Test
+models have every parameter random."""
 from __future__ import annotations
 
 import copy
@@ -142,9 +141,8 @@ def _block_kind(spec: Mapping) -> tuple:
 # --- 1. the residual stream ----------------------------------------------------------------
 
 def check_stream_parts(fn, blocks: Sequence[Mapping] = (*STREAM_BLOCKS, *RANDOM_STREAM_BLOCKS)) -> None:
-    """Check ``fn(block, x) -> (attention_note, feed_forward_note)``: what each part of a pre-norm
-    block adds to the stream x (batch, pos, d_model), so that block(x) = x + both.  ``blocks``:
-    specs for :func:`toy_block`."""
+    """Check ``fn(block, x) -> (attention_note, feed_forward_note)``: what each part of a pre-norm block adds to the
+    stream x (batch, pos, d_model), so that block(x) = x + both.  ``blocks``: specs for :func:`toy_block`."""
     h = H["stream_parts"]
     for spec in blocks:
         block = toy_block(**spec)
