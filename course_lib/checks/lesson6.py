@@ -20,7 +20,7 @@ from ..params import (attention_params_per_layer, count_params, feed_forward_par
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import CheckFailed, as_keyed, as_tuple, builds_on, check_value, heads_kind, is_shown, on_hidden
-from .exercise import (RANDOM_TAG, Question, call, compare, dtype_name as _dtype, exactly, label,  # noqa: F401
+from .exercise import (RANDOM_TAG, Question, attempt, call, compare, dtype_name as _dtype, exactly,  # noqa: F401
                        merged, name_mistake, requires)  # RANDOM_TAG: for the tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
@@ -78,15 +78,14 @@ def _kinds(s: ModelShape) -> tuple:
             "" if s.d_model == s.n_heads * s.d_head else "d_head is not d_model / n_heads")
 
 
-def _check(fn, name, s, shown, args, returns, *parts, kinds=(), text="", random=False, builds=(), counts="params"):
-    """``fn(*args)`` on card ``s`` (label: ``text`` or the card's name and ``args[1:]``; hidden: ``kinds``), read as
-    ``returns``, each part ``(index, name, expected, mistakes, EXACT or CLOSE)`` checked, an EXACT one also for its
-    type (an int: a float, even a whole one, fails); returns (label, result)."""
+def _check(fn, name, s, case, cases, args, returns, *parts, kinds=(), text="", builds=(), counts="params"):
+    """``fn(*args)`` on ``case`` of card ``s`` (:func:`attempt`; label ``text`` or the card's name and ``args[1:]``, or
+    ``kinds``), read as ``returns``, each part ``(index, name, expected, mistakes, EXACT or CLOSE)`` checked (an EXACT
+    one must be an int: a float, even a whole one, fails); returns (label, result)."""
     if s is not None:
         text = text or ", ".join([s.name or f"a {s.model_type} shape", *map(str, args[1:])])
         kinds = (f"a shipped card of model_type {s.model_type}" if s.name else "a made-up shape", *kinds)
-    what = label(name, text, shown=shown or random, random=random, kinds=kinds)
-    got = call(fn, what, *args, shown=shown or random, shortcuts=_SHORTCUTS, explain_errors=True)
+    what, _, got = attempt(fn, name, case, cases, text, args, kinds=kinds, shortcuts=_SHORTCUTS, explain_errors=True)
     if returns is not None:
         got = as_tuple(got, returns.count(",") + 1, what, returns) if isinstance(returns, str) \
             else as_keyed(got, returns, what)
@@ -211,8 +210,8 @@ def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
     bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
     for card, b in product(cards, bytes_per_number):
         s = as_shape(card, plain=True)
-        _check(fn, "kv_bytes_per_token", s, is_shown((card, b), [*product(KV_TOKEN_CARDS, KV_TOKEN_BYTES)]),
-               (s, b), None, (None, "", *_sizes(s, b)["kv_cache_bytes_per_token"], CLOSE),
+        _check(fn, "kv_bytes_per_token", s, (card, b), ([*product(KV_TOKEN_CARDS, KV_TOKEN_BYTES)], ()), (s, b), None,
+               (None, "", *_sizes(s, b)["kv_cache_bytes_per_token"], CLOSE),
                kinds=(heads_kind(s.n_heads, s.n_kv_heads), _kinds(s)[1]))
 
 
@@ -222,7 +221,7 @@ def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
     for card in cards:
         s = as_shape(card, plain=True)
         sizes = _sizes(s, dense=True)
-        _check(fn, "card_params", s, is_shown(card, CARD_PARAMS_CARDS), (s,), "total, active",
+        _check(fn, "card_params", s, card, (CARD_PARAMS_CARDS, ()), (s,), "total, active",
                (0, "the total", *sizes["total_params"], EXACT),
                (1, "the active parameters", *sizes["active_params"], EXACT), kinds=_kinds(s))
 
@@ -233,7 +232,7 @@ def check_four_sizes(fn, cards: Sequence = FOUR_SIZES_CARDS,
     "weight_bytes"}`` against course_lib's counters."""
     for card, b in product(cards, bytes_per_number):
         s = as_shape(card, plain=True)
-        _check(fn, "four_sizes", s, is_shown((card, b), [*product(FOUR_SIZES_CARDS, FOUR_SIZES_BYTES)]),
+        _check(fn, "four_sizes", s, (card, b), ([*product(FOUR_SIZES_CARDS, FOUR_SIZES_BYTES)], ()),
                (s, b), FOUR_SIZES_KEYS, *((key, "", *right, EXACT if key.endswith("params") else CLOSE)
                                           for key, right in _sizes(s, b).items()),
                builds=("card_params", "kv_bytes_per_token"), kinds=_kinds(s)[:1])
@@ -266,10 +265,10 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
         router, expert = router_params_per_layer(shape), mlp_params(shape)
         total, bias = router + E * expert, sum(p.numel() for n, p in layer.named_parameters() if n.endswith("bias"))
         assert total == sum(p.numel() for p in layer.parameters())  # course_lib == numel
-        what, (_, active) = _check(fn, "moe_sizes", None, shown, (layer, x), "total, active per token", (
-            0, "the total", total, _hints("moe_sizes", one_token=router + k * expert, no_router=total - router,
-                                         one_expert=expert, router_per_expert=E * (router + expert),
-                                         weights_only=total - bias if bias else None), EXACT),
+        what, (_, active) = _check(fn, "moe_sizes", None, spec, (MOE_LAYERS, ()), (layer, x), "total, active per token",
+            (0, "the total", total, _hints("moe_sizes", one_token=router + k * expert, no_router=total - router,
+                                          one_expert=expert, router_per_expert=E * (router + expert),
+                                          weights_only=total - bias if bias else None), EXACT),
             text=f"a layer of {E} {mlp} experts, top_k={k}" + (", with biases" if bias else ""),
             kinds=(f"a layer of {mlp} experts", "with biases" if bias else "no biases"))
         with torch.no_grad():
@@ -327,7 +326,7 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
             fixed_bytes=max(0, (mem - w2) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None,
             fixed_bytes_weights=max(0, (mem - w2) // seq) if b != BYTES_16BIT else None,
             fixed_bytes_cache=max(0, (mem - w) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None))
-        _check(fn, "requests_that_fit", s, is_shown(case, shown_cases), (s, n, mem, b), None,
+        _check(fn, "requests_that_fit", s, case, (shown_cases, ()), (s, n, mem, b), None,
                (None, "", max(0, (mem - w) // seq), mistakes, EXACT), builds=("card_params", "kv_bytes_per_token"),
                counts="requests", kinds=(heads_kind(s.n_heads, s.n_kv_heads),), text=f"{s.name or 'a shape'} "
                f"(n_kv_heads={s.n_kv_heads}), n_tokens={n}, memory_bytes={mem}, bytes_per_number={b}")
@@ -365,6 +364,8 @@ MOE_CARDS = ("Qwen3-30B-A3B", "DeepSeek-V2-Lite", "gpt-oss-20b", "Qwen1.5-MoE-A2
 """Visible cards of :func:`check_moe_layer_params`: fine-grained experts without (Qwen3) and with shared experts
 (DeepSeek-V2-Lite), biases in router and experts (gpt-oss), a shared expert behind a gate of d_model × 1
 (Qwen1.5-MoE), and a shape with shared experts made at run time."""
+
+
 def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> None:
     """Check ``fn(s, n_tokens, bytes_per_number) -> bytes`` of one sequence's KV cache with each layer's kind: full
     attention (n_tokens kept), sliding window (min(n_tokens, window), in ``s.sliding_layers`` of the layers) or
@@ -372,7 +373,7 @@ def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> Non
     ``memory.kv_cache_bytes_per_sequence``.  A case: ``card``, ``n_tokens``, ``bytes_per_number`` (default 2)."""
     for case in cases:
         s, n, b = as_shape(case["card"]), case["n_tokens"], case.get("bytes_per_number", BYTES_16BIT)
-        L, right, random = s.n_layers, kv_cache_bytes_per_sequence(s, n, _dtype(b)), case == RANDOM_SEQ_CASE
+        L, right = s.n_layers, kv_cache_bytes_per_sequence(s, n, _dtype(b))
         per_token, mla, slide = kv_cache_bytes_per_token(s, _dtype(b)), s.mla is not None, s.sliding_layers
         past = bool(slide) and n > s.sliding_window
         some = past and slide < L
@@ -389,9 +390,9 @@ def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> Non
         kinds = ("latent attention" if mla else "every layer full attention" if not slide else "every layer sliding"
                  if slide == L else "sliding and full layers",
                  "shorter than the window" if slide and n <= s.sliding_window else "")
-        text = HINTS["labels"]["random_hybrid"].format(s=s, n=n, b=b, heads="s" * (s.n_kv_heads != 1)) if random else ""
-        _check(fn, "kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), (s, n, b), None,
-               (None, "", right, mistakes, CLOSE), kinds=kinds, random=random, text=text)
+        text = HINTS["labels"]["random_hybrid"].format(s=s, n=n, b=b, heads="s" * (s.n_kv_heads != 1))
+        _check(fn, "kv_bytes_per_sequence", s, case, (SEQ_CASES, (RANDOM_SEQ_CASE,)), (s, n, b), None,
+               (None, "", right, mistakes, CLOSE), kinds=kinds, text=text if case == RANDOM_SEQ_CASE else "")
 
 
 def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
@@ -413,10 +414,10 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
                         if n_shared and s.shared_width != n_shared * s.d_ff else None)
         held_m = _hints("moe_layer_params", held_used=used, held_one=held - (E - 1) * expert)
         used_m = _hints("moe_layer_params", all_active=held, used_one=used - (k - 1) * expert, used_share=held * k / E)
-        _check(fn, "moe_layer_params", s, is_shown(card, MOE_CARDS), (s,), "held, used",
+        _check(fn, "moe_layer_params", s, card, (MOE_CARDS, (RANDOM_MOE_CARD,)), (s,), "held, used",
                (0, "held", held, merged({**held_m, **{d: held + v for d, v in common.items()}}), EXACT),
                (1, "used", used, merged({**used_m, **{d: used + v for d, v in common.items()}}), EXACT),
-               random=card == RANDOM_MOE_CARD, kinds=("shared experts" if n_shared else "no shared experts",),
+               kinds=("shared experts" if n_shared else "no shared experts",),
                text=HINTS["labels"]["random_shared_moe"].format(s=s) if card == RANDOM_MOE_CARD else "")
 
 
