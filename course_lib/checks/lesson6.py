@@ -333,10 +333,9 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
 
 
 # --- the variants of 2025-26: the cache by kind of layer, fine-grained and shared experts ------
-# Each visible test also tries a shape drawn at run time from ``random.Random(seed)`` (the same
-# every run, so the grader's run of the model answer tries it too), labelled [random shape]: a
-# hybrid of sliding and full layers past its window, and experts with shared ones of a width of
-# their own (never n_shared_experts × d_ff).
+# Each visible test also tries a shape drawn at run time from ``random.Random(seed)`` (the same every run, so the
+# grader's run of the model answer tries it too), labelled [random shape]: sliding and full layers past the window;
+# experts with shared ones of a width of their own (never n_shared_experts × d_ff).
 
 _r = random.Random("lesson6/kv_bytes_per_sequence")
 _n_layers, _n_kv = _r.randint(4, 40), _r.choice((1, 2, 4, 8))
