@@ -163,12 +163,11 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
 def _sizes(s: ModelShape, b=BYTES_16BIT, dense: bool = False) -> dict:
     """``{each of FOUR_SIZES_KEYS: (course_lib's count, {words: value} of named mistakes)}``; a dense card's active
     parameters have mistakes only with ``dense``."""
-    c, L, d, h, E, k, moe, q = count_params(s), s.n_layers, s.d_model, s.n_heads, s.n_experts, s.n_experts_per_tok, \
-        s.is_moe, s.n_heads * s.d_head
-    t, attn, mlp, norm, norms, moe_L = c.total, attention_params_per_layer(s), mlp_params(s), norm_params(s), c.norms, \
-        s.moe_layers
-    no_bias, router = count_params(s.with_(qkv_bias=False, out_bias=False, mlp_bias=False)).total, \
-        router_params_per_layer(s)
+    c, L, d, h, E, k, moe, moe_L = count_params(s), s.n_layers, s.d_model, s.n_heads, s.n_experts, \
+        s.n_experts_per_tok, s.is_moe, s.moe_layers
+    t, q, attn, mlp, norm, router = c.total, h * s.d_head, attention_params_per_layer(s), mlp_params(s), \
+        norm_params(s), router_params_per_layer(s)
+    no_bias, norms = count_params(s.with_(qkv_bias=False, out_bias=False, mlp_bias=False)).total, c.norms
     biased = [kind for kind in ("qkv_bias", "out_bias", "mlp_bias") if getattr(s, kind)]  # one missing, if 2 or more
     one_bias = {kind: count_params(s.with_(**{kind: False})).total for kind in biased} if len(biased) > 1 else {}
     ffs, own_head, tied = (E if moe else 1) * L, d % h == 0 and d // h != s.d_head, s.tied_embeddings
