@@ -122,9 +122,10 @@ def _pairing(found: list):
     class Pairing(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if getattr(func, "__name__", "") == "scaled_dot_product_attention" and kwargs.get("enable_gqa"):
-                q, k = [*args[:2], *(kwargs.get(n) for n in ("query", "key")[len(args[:2]):])]
-                found.extend([func.__name__] if q.shape[-3] != k.shape[-3] else [])
+            q, k = [*args[:2], *(kwargs.get(n) for n in ("query", "key")[len(args[:2]):])]
+            if getattr(func, "__name__", "") == "scaled_dot_product_attention" and kwargs.get("enable_gqa") \
+                    and q.shape[-3] != k.shape[-3]:
+                found.append(func.__name__)
             return func(*args, **kwargs)
     return Pairing()
 
