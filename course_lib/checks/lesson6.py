@@ -20,8 +20,8 @@ from ..params import (attention_params_per_layer, count_params, feed_forward_par
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
 from . import CheckFailed, as_keyed, as_tuple, builds_on, check_value, heads_kind, is_shown, on_hidden
-from .exercise import (RANDOM_TAG, Question, call, compare, dtype_name as _dtype, exactly, label,  # noqa: F401
-                       merged, requires)  # RANDOM_TAG: for the tests
+from .exercise import (RANDOM_TAG, Question, attempt, call, compare, dtype_name as _dtype, exactly,  # noqa: F401
+                       merged, name_mistake, requires)  # RANDOM_TAG: for the tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -41,26 +41,31 @@ GQA_CASES = (dict(batch=2, n_heads=8, n_kv_heads=2, pos=6, d_head=16, seed=0),
 MOE_LAYERS = (dict(d_model=32, d_ff=48, n_experts=8, top_k=2, mlp="swiglu", bias=False, batch=2, pos=5, seed=0),
               dict(d_model=12, d_ff=20, n_experts=4, top_k=3, mlp="gelu", bias=True, batch=1, pos=4, seed=11))
 """Visible cases of :func:`check_moe_sizes`: Mixtral's routing at toy size; 3 of 4 experts with biases."""
+_LLAMA_KINDS = dict(mlp="swiglu", norm="rmsnorm", positions="rotary", qkv_bias=False, out_bias=False, mlp_bias=False)
 TOY_MOE = ModelShape(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_head=24, d_ff=80, d_vocab=300, n_ctx=64,
-                     n_experts=5, n_experts_per_tok=3, mlp="swiglu", norm="rmsnorm", positions="rotary",
-                     qkv_bias=False, out_bias=False, mlp_bias=False, tied_embeddings=True,
-                     name="lesson6.TOY_MOE, 3 of 5 experts a token")
+                     n_experts=5, n_experts_per_tok=3, **_LLAMA_KINDS, name="lesson6.TOY_MOE, 3 of 5 experts a token")
 CARD_PARAMS_CARDS = (MIXTRAL, "gpt2", "gemma-2-9b", TOY_MOE)
 """Visible cards of :func:`check_card_params`: experts; a tied head, biases and learned positions; d_head · n_heads ≠
 d_model with four norms a block; 3 experts a token, tied."""
 KV_TOKEN_CARDS, KV_TOKEN_BYTES = ("Meta-Llama-3-8B", "gemma-2-9b", "Qwen2-7B-Instruct"), (BYTES_16BIT, 1)
 """Visible cards of :func:`check_kv_bytes_per_token`, in 16- and 8-bit (:data:`KV_TOKEN_BYTES`): 8 key/value heads in
 groups of 4; d_head ≠ d_model / n_heads, groups of 2; 4 in groups of 7."""
+FOUR_SIZES_CARDS, FOUR_SIZES_BYTES = (MIXTRAL, "gpt2"), (BYTES_16BIT, 4)
+"""Visible inputs of :func:`check_four_sizes`: experts, and a dense card with a tied head; 16- and 32-bit."""
 FOUR_SIZES_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "weight_bytes")
 EXACT, CLOSE = dict(integer=True), dict(rel=1e-12)  # a count; bytes (check_value's keywords)
 _SHORTCUTS = {"moe.py": {"active_params_per_token", "params_touched", "_expert_sizes"}, "shapes.py": {"kv_cache_width"}}
 
 
-def as_shape(card) -> ModelShape:
-    """A ModelShape from a shipped card's name, a ModelShape, or a dict of its fields; else TypeError."""
+def as_shape(card, plain: bool = False) -> ModelShape:
+    """A ModelShape from a shipped card's name, a ModelShape, or a dict of its fields; else TypeError.  ``plain``:
+    ValueError for latent attention, shared experts or dense first layers (outside sections 1 to 4)."""
     if not isinstance(card, (str, Mapping, ModelShape)):
         raise TypeError(f"card must be a name, a ModelShape or a dict, got {type(card).__name__}")
-    return load_card(card) if isinstance(card, str) else card if isinstance(card, ModelShape) else ModelShape(**card)
+    s = load_card(card) if isinstance(card, str) else card if isinstance(card, ModelShape) else ModelShape(**card)
+    if plain and (s.mla is not None or s.n_shared_experts or s.n_dense_layers):
+        raise ValueError(f"{s.name or s.model_type}: {HINTS['types']['not_plain']}")
+    return s
 
 
 def seven_b(n_kv_heads: int) -> ModelShape:
@@ -68,45 +73,32 @@ def seven_b(n_kv_heads: int) -> ModelShape:
     return llama_shape(n_kv_heads=n_kv_heads).with_(name=f"7B-class, {n_kv_heads} kv heads")
 
 
-def _plain(s: ModelShape) -> ModelShape:
-    if s.mla is not None or s.n_shared_experts or s.n_dense_layers:
-        raise ValueError(f"{s.name or s.model_type}: {HINTS['types']['not_plain']}")
-    return s
-
-
 def _kinds(s: ModelShape) -> tuple:
     return ("a mixture of experts" if s.is_moe else "dense",
             "" if s.d_model == s.n_heads * s.d_head else "d_head is not d_model / n_heads")
 
 
-def _whole(x, what: str, why: str):
-    """Fail if ``x`` is a number but not an int (a float, a float tensor); not a number: check_value says so."""
-    scalar, dtype = getattr(x, "ndim", None) == 0, str(getattr(x, "dtype", "")).split(".")[-1]
-    if isinstance(x, numbers.Integral) and not isinstance(x, bool) or scalar and dtype.startswith(("int", "uint")):
-        return
-    if isinstance(x, numbers.Real) or scalar:
-        got = type(x).__name__ if isinstance(x, numbers.Real) else f"a {dtype} {type(x).__name__.lower()}"
-        raise CheckFailed(HINTS["types"]["int"].format(what=what, why=HINTS["types"][why], got=f"{got} {x!r:.40}"))
-
-
-def _check(fn, name: str, s: ModelShape | None, shown: bool, args: tuple, returns, *parts, kinds=(),
-           text: str = "", random: bool = False, builds: tuple = (), counts: str = "params"):
-    """``fn(*args)`` on card ``s`` (label: ``text`` or the card's name and ``args[1:]``; hidden: ``kinds``), read as
-    ``returns``, each part ``(index, name, expected, mistakes, EXACT or CLOSE)`` checked; returns (label, result)."""
+def _check(fn, name, s, case, cases, args, returns, *parts, kinds=(), text="", builds=(), counts="params"):
+    """``fn(*args)`` on ``case`` of card ``s`` (:func:`attempt`; label ``text`` or the card's name and ``args[1:]``, or
+    ``kinds``), read as ``returns``, each part ``(index, name, expected, mistakes, EXACT or CLOSE)`` checked (an EXACT
+    one must be an int: a float, even a whole one, fails); returns (label, result)."""
     if s is not None:
         text = text or ", ".join([s.name or f"a {s.model_type} shape", *map(str, args[1:])])
         kinds = (f"a shipped card of model_type {s.model_type}" if s.name else "a made-up shape", *kinds)
-    what = label(name, text, shown=shown or random, random=random, kinds=kinds)
-    got = call(fn, what, *args, shown=shown or random, shortcuts=_SHORTCUTS, explain_errors=True)
+    what, _, got = attempt(fn, name, case, cases, text, args, kinds=kinds, shortcuts=_SHORTCUTS, explain_errors=True)
     if returns is not None:
         got = as_tuple(got, returns.count(",") + 1, what, returns) if isinstance(returns, str) \
             else as_keyed(got, returns, what)
     with builds_on(*builds) if builds else nullcontext():
         for index, part_name, expected, mistakes, tolerance in parts:
-            part = f"{what}[{index!r}]" + (f", {part_name}" if part_name else "") if returns else what
-            check_value(got[index] if returns else got, expected, what=part, mistakes=mistakes, **tolerance)
-            if tolerance is EXACT:  # right, but the exercise asks for an int
-                _whole(got[index] if returns else got, part, counts)
+            x = got if returns is None else got[index]
+            part = what if returns is None else f"{what}[{index!r}]" + (f", {part_name}" if part_name else "")
+            check_value(x, expected, what=part, mistakes=mistakes, **tolerance)
+            if tolerance is EXACT and not (isinstance(x, numbers.Integral) or (  # right, but not an int
+                    dtype := str(getattr(x, "dtype", "")).split(".")[-1]).startswith(("int", "uint"))):
+                kind = type(x).__name__ if isinstance(x, numbers.Real) else f"a {dtype} {type(x).__name__.lower()}"
+                raise CheckFailed(HINTS["types"]["int"].format(what=part, why=HINTS["types"][counts],
+                                                               got=f"{kind} {x!r:.40}"))
     return what, got
 
 
@@ -145,20 +137,19 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
     import torch
     import torch.nn.functional as F
     for case in cases:  # q, k, v from their own generator (the notebook's random state is left alone)
-        gen, shown = torch.Generator().manual_seed(case["seed"]), is_shown(case, GQA_CASES)
-        q, k, v = (torch.randn(case["batch"], h, case["pos"], case["d_head"], generator=gen)
-                   for h in (case["n_heads"], case["n_kv_heads"], case["n_kv_heads"]))
+        gen, shown, h = torch.Generator().manual_seed(case["seed"]), is_shown(case, GQA_CASES), HINTS["gqa"]
+        q, k, v = (torch.randn(case["batch"], n, case["pos"], case["d_head"], generator=gen)
+                   for n in (case["n_heads"], case["n_kv_heads"], case["n_kv_heads"]))
         what = f"grouped_query_attention on q {tuple(q.shape)}, k and v {tuple(k.shape)}" if shown \
             else on_hidden("grouped_query_attention", heads_kind(case["n_heads"], case["n_kv_heads"]))
         got = call(fn, what, q.clone(), k.clone(), v.clone(), shown=shown, shortcuts=_SHORTCUTS,
-                   explain_errors=True, refuse=[(_pairing, HINTS["gqa"]["enable_gqa"])])
-        per_kv_head = isinstance(got, torch.Tensor) and got.shape[1:2] == k.shape[1:2]  # if the shape is wrong
-        g = case["n_heads"] // case["n_kv_heads"]
+                   explain_errors=True, refuse=[(_pairing, h["enable_gqa"])])
+        tensor, g = isinstance(got, torch.Tensor), case["n_heads"] // case["n_kv_heads"]
         ki, vi = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
-        compare(got.detach().float() if isinstance(got, torch.Tensor) else got, F.scaled_dot_product_attention(
+        compare(got.detach().float() if tensor else got, F.scaled_dot_product_attention(
             q, k, v, is_causal=True, enable_gqa=True), what=what, shown=shown, rtol=1e-4, atol=1e-5, tensor=True,
-            shape_words=HINTS["gqa"]["shape"] + (f"; {HINTS['gqa']['per_kv_head']}" if per_kv_head else ""),
-            otherwise=lambda got, e: None if not got.isfinite().all() else HINTS["gqa"]["differs"].format(
+            shape_words=h["shape"] + (f"; {h['per_kv_head']}" if tensor and got.shape[1:2] == k.shape[1:2] else ""),
+            otherwise=lambda got, e: None if not got.isfinite().all() else h["differs"].format(
                 by=float((got - e).abs().max())), mistakes=lambda: _hints(
                 "gqa", repeat=_attend(q, k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)),
                 no_mask=_attend(q, ki, vi, causal=False), no_scale=_attend(q, ki, vi, scale=False),
@@ -168,14 +159,49 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
                 swapped=_attend(q, vi, ki)))
 
 
-# --- the KV cache per token ------------------------------------------------------------------
+# --- a card's four sizes: parameters (total and active), KV cache per token, weight bytes ------------
 
-def _kv_mistakes(s: ModelShape, b) -> dict:
-    L, d, h, right = s.n_layers, s.d_model, s.n_heads, 2 * s.n_layers * s.n_kv_heads * s.d_head * b
-    return merged(_hints(
-        "kv_bytes_per_token", d_head=2 * L * s.n_kv_heads * (d // h) * b if d % h == 0 and d // h != s.d_head else None,
-        query_heads=2 * L * h * s.d_head * b, fixed_bytes=right * BYTES_16BIT / b if b != BYTES_16BIT else None,
-        only_keys=right / 2, no_layers=right / L, numbers=right / b, bits=8 * right, lesson1=2 * L * d * b))
+def _sizes(s: ModelShape, b=BYTES_16BIT, dense: bool = False) -> dict:
+    """``{each of FOUR_SIZES_KEYS: (course_lib's count, {words: value} of named mistakes)}``; a dense card's active
+    parameters have mistakes only with ``dense``."""
+    c, L, d, h, E, k, moe, moe_L = count_params(s), s.n_layers, s.d_model, s.n_heads, s.n_experts, \
+        s.n_experts_per_tok, s.is_moe, s.moe_layers
+    t, q, attn, mlp, norm, router = c.total, h * s.d_head, attention_params_per_layer(s), mlp_params(s), \
+        norm_params(s), router_params_per_layer(s)
+    no_bias, norms = count_params(s.with_(qkv_bias=False, out_bias=False, mlp_bias=False)).total, c.norms
+    biased = [kind for kind in ("qkv_bias", "out_bias", "mlp_bias") if getattr(s, kind)]  # one missing, if 2 or more
+    one_bias = {kind: count_params(s.with_(**{kind: False})).total for kind in biased} if len(biased) > 1 else {}
+    ffs, own_head, tied = (E if moe else 1) * L, d % h == 0 and d // h != s.d_head, s.tied_embeddings
+    kv, wb, other = 2 * L * s.n_kv_heads * s.d_head * b, weight_bytes(s, _dtype(b)), b != BYTES_16BIT
+    return {"total_params": (t, merged(_hints(
+        "card_params", active_count=c.active if moe else None, no_routers=t - moe_L * router if moe else None,
+        attention_per_expert=t + (E - 1) * L * attn if moe else None,
+        one_expert=t - moe_L * (E - 1) * mlp if moe else None,
+        tied=t + s.d_vocab * d if tied else None, untied=None if tied else t - s.d_vocab * d,
+        kv_query_heads=count_params(s.with_(n_kv_heads=h)).total if s.n_kv_heads != h else None,
+        d_head=count_params(s.with_(d_head=d // h)).total if own_head else None,
+        gated=t - ffs * d * s.d_ff if s.mlp_matrices == 3 else None, no_norms=t - norms if norms else None,
+        final_norm=t - norm if norms else None,
+        norms_per_block=t + (2 - s.norms_per_block) * L * norm if norms and s.norms_per_block != 2 else None,
+        positions=t - s.n_ctx * d if s.positions == "learned" else None, biases=no_bias if no_bias != t else None,
+        ungated=t + ffs * d * s.d_ff if s.mlp_matrices == 2 else None,
+        layernorm_weight=t - norms // 2 if s.norm == "layernorm" else None, **one_bias,
+        mlp_bias_shape=t + ffs * (s.d_ff - d) if s.mlp_bias and s.d_ff != d else None,
+        router_per_expert=t + (E - 1) * moe_L * router if moe else None,
+        query_width=t - L * (2 * d + s.qkv_bias) * (q - d) if q != d else None,
+        kv_d_head=t - L * (2 * d + 2 * s.qkv_bias) * s.n_kv_heads * (s.d_head - d // h) if own_head else None))),
+        "active_params": (c.active, merged(_hints(
+            "card_params", every_expert=t, active_no_routers=c.active - moe_L * router, split=t * k / E,
+            active_one_expert=c.active - moe_L * (k - 1) * mlp, attention_per_visit=c.active + (k - 1) * L * attn,
+            fixed_top_k=c.active - moe_L * (k - 2) * mlp if k != 2 else None)) if moe else merged(_hints(
+            "card_params", dense=0, dense_ff=t - L * mlp)) if dense else {}),
+        "kv_cache_bytes_per_token": (kv_cache_bytes_per_token(s, _dtype(b)), merged(_hints(
+            "kv_bytes_per_token", d_head=2 * L * s.n_kv_heads * (d // h) * b if own_head else None,
+            query_heads=2 * L * h * s.d_head * b, fixed_bytes=kv * BYTES_16BIT / b if other else None,
+            only_keys=kv / 2, no_layers=kv / L, numbers=kv / b, bits=8 * kv, lesson1=2 * L * d * b))),
+        "weight_bytes": (wb, merged(_hints(
+            "four_sizes", active=c.active * b, params=t, gib=wb / GiB, gb=wb / GB,
+            tied=wb + s.d_vocab * d * b if tied else None, fixed_bytes=t * BYTES_16BIT if other else None)))}
 
 
 def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
@@ -183,10 +209,33 @@ def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
     """Check ``fn(s, bytes_per_number) -> bytes`` one token adds to the KV cache, 2 × n_layers × n_kv_heads × d_head ×
     bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
     for card, b in product(cards, bytes_per_number):
-        s = _plain(as_shape(card))
-        _check(fn, "kv_bytes_per_token", s, is_shown((card, b), [*product(KV_TOKEN_CARDS, KV_TOKEN_BYTES)]),
-               (s, b), None, (None, "", kv_cache_bytes_per_token(s, _dtype(b)), _kv_mistakes(s, b), CLOSE),
+        s = as_shape(card, plain=True)
+        _check(fn, "kv_bytes_per_token", s, (card, b), ([*product(KV_TOKEN_CARDS, KV_TOKEN_BYTES)], ()), (s, b), None,
+               (None, "", *_sizes(s, b)["kv_cache_bytes_per_token"], CLOSE),
                kinds=(heads_kind(s.n_heads, s.n_kv_heads), _kinds(s)[1]))
+
+
+def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
+    """Check ``fn(s) -> (total, active)`` parameters of a card (no latent attention, shared experts or dense first
+    layers) against ``count_params(s).total`` and ``.active``."""
+    for card in cards:
+        s = as_shape(card, plain=True)
+        sizes = _sizes(s, dense=True)
+        _check(fn, "card_params", s, card, (CARD_PARAMS_CARDS, ()), (s,), "total, active",
+               (0, "the total", *sizes["total_params"], EXACT),
+               (1, "the active parameters", *sizes["active_params"], EXACT), kinds=_kinds(s))
+
+
+def check_four_sizes(fn, cards: Sequence = FOUR_SIZES_CARDS,
+                     bytes_per_number: Sequence = FOUR_SIZES_BYTES) -> None:
+    """Check ``fn(s, bytes_per_number) -> {"total_params", "active_params", "kv_cache_bytes_per_token",
+    "weight_bytes"}`` against course_lib's counters."""
+    for card, b in product(cards, bytes_per_number):
+        s = as_shape(card, plain=True)
+        _check(fn, "four_sizes", s, (card, b), ([*product(FOUR_SIZES_CARDS, FOUR_SIZES_BYTES)], ()),
+               (s, b), FOUR_SIZES_KEYS, *((key, "", *right, EXACT if key.endswith("params") else CLOSE)
+                                          for key, right in _sizes(s, b).items()),
+               builds=("card_params", "kv_bytes_per_token"), kinds=_kinds(s)[:1])
 
 
 # --- a toy mixture-of-experts layer ----------------------------------------------------------
@@ -211,29 +260,27 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
     for spec in layers:
         (layer, x), shown = moe_layer(**spec), is_shown(spec, MOE_LAYERS)
         E, k, mlp = spec["n_experts"], spec["top_k"], spec["mlp"]
-        per_token = f"(batch, pos) = {tuple(x.shape[:-1])}" if shown else "(batch, pos)"
         shape = ModelShape(d_model=spec["d_model"], n_layers=1, n_heads=1, d_ff=spec["d_ff"], d_vocab=1,
                            n_ctx=1, n_experts=E, n_experts_per_tok=k, mlp=mlp, mlp_bias=spec["bias"])
         router, expert = router_params_per_layer(shape), mlp_params(shape)
         total, bias = router + E * expert, sum(p.numel() for n, p in layer.named_parameters() if n.endswith("bias"))
         assert total == sum(p.numel() for p in layer.parameters())  # course_lib == numel
-        what, (_, active) = _check(fn, "moe_sizes", None, shown, (layer, x), "total, active per token", (
-            0, "the total", total, _hints("moe_sizes", one_token=router + k * expert, no_router=total - router,
-                                         one_expert=expert, router_per_expert=E * (router + expert),
-                                         weights_only=total - bias if bias else None), EXACT),
+        what, (_, active) = _check(fn, "moe_sizes", None, spec, (MOE_LAYERS, ()), (layer, x), "total, active per token",
+            (0, "the total", total, _hints("moe_sizes", one_token=router + k * expert, no_router=total - router,
+                                          one_expert=expert, router_per_expert=E * (router + expert),
+                                          weights_only=total - bias if bias else None), EXACT),
             text=f"a layer of {E} {mlp} experts, top_k={k}" + (", with biases" if bias else ""),
             kinds=(f"a layer of {mlp} experts", "with biases" if bias else "no biases"))
         with torch.no_grad():
             expected = active_params_per_token(layer, layer.run(x).routing)
-        words = dict(what=f"{what}[1]", shape=per_token, got=type(active).__name__)
-        if not isinstance(active, torch.Tensor):  # the exercise asks for an integer tensor
-            raise CheckFailed(HINTS["types"]["active_tensor"].format(**words))
-        if active.is_floating_point() or active.is_complex() or active.dtype == torch.bool:
-            raise CheckFailed(HINTS["types"]["active_dtype"].format(**words, dtype=str(active.dtype).split(".")[-1]))
-        if tuple((got := active.detach().to(torch.int64)).shape) != tuple(expected.shape):
-            raise CheckFailed(HINTS["types"]["active_shape"].format(**{**words, "got": f"shape {tuple(got.shape)}"
-                                                                       if shown else "another shape"}))
-        what = f"{what}[1], the active parameters"
+        size, dtype = tuple(getattr(active, "shape", ())), str(getattr(active, "dtype", "")).split(".")[-1]
+        name_mistake(f"{what}[1]", {HINTS["types"][key].format(
+            shape=f"(batch, pos) = {tuple(x.shape[:-1])}" if shown else "(batch, pos)", got=type(active).__name__,
+            dtype=dtype, size=f"shape {size}" if shown else "another shape"): wrong for key, wrong in (
+            ("active_tensor", not isinstance(active, torch.Tensor)),  # the exercise asks for an integer tensor
+            ("active_dtype", lambda: active.is_floating_point() or active.is_complex() or active.dtype == torch.bool),
+            ("active_shape", lambda: size != tuple(expected.shape)))}, ": ")
+        what, got = f"{what}[1], the active parameters", active.detach().to(torch.int64)
         if not exactly(got.tolist(), expected.tolist(), what, {d: torch.equal(got, w) and not torch.equal(
                 w, expected) for d, w in _hints(  # the router has no bias (course_lib.moe): bias / E an expert
                     "moe_sizes", active_no_router=expected - router, every_expert=torch.full_like(expected, total),
@@ -242,57 +289,6 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
                     active_weights_only=expected - k * bias // E if bias else None).items()}, ", is not right: "):
             how_many = f"{int((got != expected).sum())} of {got.numel()}" if shown else "some"
             raise CheckFailed(f"{what}, is not right for {how_many} tokens")
-
-
-# --- total and active parameters of a card ---------------------------------------------------
-
-def _total_mistakes(s: ModelShape) -> dict:
-    c, L, d, E, moe, tied, q = count_params(s), s.n_layers, s.d_model, s.n_experts, s.is_moe, s.tied_embeddings, \
-        s.n_heads * s.d_head
-    t, attn, mlp, norm, norms = c.total, attention_params_per_layer(s), mlp_params(s), norm_params(s), c.norms
-    no_bias = count_params(s.with_(qkv_bias=False, out_bias=False, mlp_bias=False)).total
-    biased = [k for k in ("qkv_bias", "out_bias", "mlp_bias") if getattr(s, k)]  # one kind missing, if 2 or more
-    one_bias = {k: count_params(s.with_(**{k: False})).total for k in biased} if len(biased) > 1 else {}
-    ffs, own_head = (E if moe else 1) * L, d % s.n_heads == 0 and d // s.n_heads != s.d_head
-    return merged(_hints(
-        "card_params", active_count=c.active if moe else None,
-        no_routers=t - s.moe_layers * router_params_per_layer(s) if moe else None,
-        attention_per_expert=t + (E - 1) * L * attn if moe else None,
-        one_expert=t - s.moe_layers * (E - 1) * mlp if moe else None,
-        tied=t + s.d_vocab * d if tied else None, untied=None if tied else t - s.d_vocab * d,
-        kv_query_heads=count_params(s.with_(n_kv_heads=s.n_heads)).total if s.n_kv_heads != s.n_heads else None,
-        d_head=count_params(s.with_(d_head=d // s.n_heads)).total if own_head else None,
-        gated=t - ffs * d * s.d_ff if s.mlp_matrices == 3 else None, no_norms=t - norms if norms else None,
-        final_norm=t - norm if norms else None,
-        norms_per_block=t + (2 - s.norms_per_block) * L * norm if norms and s.norms_per_block != 2 else None,
-        positions=t - s.n_ctx * d if s.positions == "learned" else None, biases=no_bias if no_bias != t else None,
-        ungated=t + ffs * d * s.d_ff if s.mlp_matrices == 2 else None,
-        layernorm_weight=t - norms // 2 if s.norm == "layernorm" else None, **one_bias,
-        mlp_bias_shape=t + ffs * (s.d_ff - d) if s.mlp_bias and s.d_ff != d else None,
-        router_per_expert=t + (E - 1) * s.moe_layers * router_params_per_layer(s) if moe else None,
-        query_width=t - L * (2 * d + s.qkv_bias) * (q - d) if q != d else None,
-        kv_d_head=t - L * (2 * d + 2 * s.qkv_bias) * s.n_kv_heads * (s.d_head - d // s.n_heads) if own_head else None))
-
-
-def _active_mistakes(s: ModelShape) -> dict:
-    c, k, moe_L = count_params(s), s.n_experts_per_tok, s.moe_layers
-    return merged(_hints(
-        "card_params", every_expert=c.total, active_no_routers=c.active - moe_L * router_params_per_layer(s),
-        split=c.total * k / s.n_experts, active_one_expert=c.active - moe_L * (k - 1) * mlp_params(s),
-        attention_per_visit=c.active + (k - 1) * s.n_layers * attention_params_per_layer(s),
-        fixed_top_k=c.active - moe_L * (k - 2) * mlp_params(s) if k != 2 else None)) if s.is_moe else {}
-
-
-def check_card_params(fn, cards: Sequence = CARD_PARAMS_CARDS) -> None:
-    """Check ``fn(s) -> (total, active)`` parameters of a card (no latent attention, shared experts or dense first
-    layers) against ``count_params(s).total`` and ``.active``."""
-    for card in cards:
-        s = _plain(as_shape(card))
-        c = count_params(s)
-        dense = merged(_hints("card_params", dense=0, dense_ff=c.total - s.n_layers * mlp_params(s)))
-        _check(fn, "card_params", s, is_shown(card, CARD_PARAMS_CARDS), (s,), "total, active",
-               (0, "the total", c.total, _total_mistakes(s), EXACT),
-               (1, "the active parameters", c.active, _active_mistakes(s) or dense, EXACT), kinds=_kinds(s))
 
 
 # --- requests that fit -----------------------------------------------------------------------
@@ -307,7 +303,7 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
     shown_cases = [*(dict(card=seven_b(kv), n_tokens=SERVE_TOKENS, memory_bytes=SERVE_MEMORY)
                      for kv in (32, 8)), TOO_BIG_CASE, EXPERTS_CASE]
     for case in shown_cases if cases is None else cases:
-        s = _plain(as_shape(case["card"]).with_(**{k: v for k, v in case.items() if k == "n_kv_heads"}))
+        s = as_shape(case["card"], plain=True).with_(**{k: v for k, v in case.items() if k == "n_kv_heads"})
         if s.sliding_window is not None:
             raise ValueError(f"{s.name}: sliding_window={s.sliding_window} is outside this check")
         n, mem, b = case["n_tokens"], case["memory_bytes"], case.get("bytes_per_number", BYTES_16BIT)
@@ -330,63 +326,32 @@ def check_requests_that_fit(fn, card_params=None, kv_bytes_per_token=None,
             fixed_bytes=max(0, (mem - w2) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None,
             fixed_bytes_weights=max(0, (mem - w2) // seq) if b != BYTES_16BIT else None,
             fixed_bytes_cache=max(0, (mem - w) // (seq * BYTES_16BIT // b)) if b != BYTES_16BIT else None))
-        _check(fn, "requests_that_fit", s, is_shown(case, shown_cases), (s, n, mem, b), None,
+        _check(fn, "requests_that_fit", s, case, (shown_cases, ()), (s, n, mem, b), None,
                (None, "", max(0, (mem - w) // seq), mistakes, EXACT), builds=("card_params", "kv_bytes_per_token"),
                counts="requests", kinds=(heads_kind(s.n_heads, s.n_kv_heads),), text=f"{s.name or 'a shape'} "
                f"(n_kv_heads={s.n_kv_heads}), n_tokens={n}, memory_bytes={mem}, bytes_per_number={b}")
 
 
-# --- the four sizes (the recap) ----------------------------------------------------------------
-
-FOUR_SIZES_CARDS, FOUR_SIZES_BYTES = (MIXTRAL, "gpt2"), (BYTES_16BIT, 4)
-"""Visible inputs of :func:`check_four_sizes`: experts, and a dense card with a tied head; 16- and 32-bit."""
-
-
-def check_four_sizes(fn, cards: Sequence = FOUR_SIZES_CARDS,
-                     bytes_per_number: Sequence = FOUR_SIZES_BYTES) -> None:
-    """Check ``fn(s, bytes_per_number) -> {"total_params", "active_params", "kv_cache_bytes_per_token",
-    "weight_bytes"}`` against course_lib's counters."""
-    for card, b in product(cards, bytes_per_number):
-        s = _plain(as_shape(card))
-        c, wb = count_params(s), weight_bytes(s, _dtype(b))
-        weight_m = merged(_hints("four_sizes", active=c.active * b, params=c.total, gib=wb / GiB, gb=wb / GB,
-                                 tied=wb + s.d_vocab * s.d_model * b if s.tied_embeddings else None,
-                                 fixed_bytes=c.total * BYTES_16BIT if b != BYTES_16BIT else None))
-        _check(fn, "four_sizes", s, is_shown((card, b), [*product(FOUR_SIZES_CARDS, FOUR_SIZES_BYTES)]),
-               (s, b), FOUR_SIZES_KEYS, ("total_params", "", c.total, _total_mistakes(s), EXACT),
-               ("active_params", "", c.active, _active_mistakes(s), EXACT),
-               ("kv_cache_bytes_per_token", "", kv_cache_bytes_per_token(s, _dtype(b)), _kv_mistakes(s, b), CLOSE),
-               ("weight_bytes", "", wb, weight_m, CLOSE),
-               builds=("card_params", "kv_bytes_per_token"), kinds=_kinds(s)[:1])
-
-
 # --- the variants of 2025-26: the cache by kind of layer, fine-grained and shared experts ------
-# Each visible test also tries a shape drawn at run time from ``random.Random(seed)`` (the same
-# every run, so the grader's run of the model answer tries it too), labelled [random shape].
+# Each visible test also tries a shape drawn at run time from ``random.Random(seed)`` (the same every run, so the
+# grader's run of the model answer tries it too), labelled [random shape]: sliding and full layers past the window;
+# experts with shared ones of a width of their own (never n_shared_experts × d_ff).
 
-def _random_hybrid(seed: str = "lesson6/kv_bytes_per_sequence") -> dict:
-    rng = random.Random(seed)
-    n_layers, n_kv = rng.randint(4, 40), rng.choice((1, 2, 4, 8))
-    n_heads, d_head = n_kv * rng.choice((1, 2, 4)), rng.choice((32, 64, 80, 128))
-    window = rng.randint(64, 4096)
-    card = dict(d_model=n_heads * d_head, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv,
-                d_ff=4 * n_heads * d_head, d_vocab=1000, n_ctx=16 * window, mlp="swiglu", norm="rmsnorm",
-                positions="rotary", qkv_bias=False, out_bias=False, mlp_bias=False, tied_embeddings=False,
-                sliding_window=window, n_sliding_layers=rng.randint(1, n_layers - 1))
-    return dict(card=card, n_tokens=window * rng.randint(2, 8), bytes_per_number=rng.choice((1, 2, 4)))
-
-
-def _random_shared_moe(seed: str = "lesson6/moe_layer_params") -> dict:
-    """Shared experts of a width of their own (never n_shared_experts × d_ff)."""
-    rng = random.Random(seed)
-    d, n_experts = rng.choice((64, 96, 128, 256)), rng.choice((8, 16, 32, 64))
-    return dict(d_model=d, n_layers=2, n_heads=4, d_ff=rng.choice((32, 48, 96)), d_vocab=100, n_ctx=64, mlp="swiglu",
-                norm="rmsnorm", positions="rotary", qkv_bias=False, out_bias=False, mlp_bias=False,
-                tied_embeddings=False, n_experts=n_experts, n_experts_per_tok=rng.randint(2, n_experts // 2),
-                n_shared_experts=rng.randint(1, 3), d_ff_shared=rng.choice((80, 112, 200)))
-
-
-RANDOM_SEQ_CASE, RANDOM_MOE_CARD = _random_hybrid(), _random_shared_moe()
+_r = random.Random("lesson6/kv_bytes_per_sequence")
+_n_layers, _n_kv = _r.randint(4, 40), _r.choice((1, 2, 4, 8))
+_n_heads, _d_head = _n_kv * _r.choice((1, 2, 4)), _r.choice((32, 64, 80, 128))
+_window = _r.randint(64, 4096)
+RANDOM_SEQ_CASE = dict(card=dict(d_model=_n_heads * _d_head, n_layers=_n_layers, n_heads=_n_heads, n_kv_heads=_n_kv,
+                                 d_ff=4 * _n_heads * _d_head, d_vocab=1000, n_ctx=16 * _window, **_LLAMA_KINDS,
+                                 tied_embeddings=False, sliding_window=_window,
+                                 n_sliding_layers=_r.randint(1, _n_layers - 1)),
+                       n_tokens=_window * _r.randint(2, 8), bytes_per_number=_r.choice((1, 2, 4)))
+_r = random.Random("lesson6/moe_layer_params")
+_d, _n_experts = _r.choice((64, 96, 128, 256)), _r.choice((8, 16, 32, 64))
+RANDOM_MOE_CARD = dict(d_model=_d, n_layers=2, n_heads=4, d_ff=_r.choice((32, 48, 96)), d_vocab=100, n_ctx=64,
+                       **_LLAMA_KINDS, tied_embeddings=False, n_experts=_n_experts,
+                       n_experts_per_tok=_r.randint(2, _n_experts // 2), n_shared_experts=_r.randint(1, 3),
+                       d_ff_shared=_r.choice((80, 112, 200)))
 SEQ_CASES = (dict(card="gemma-3-1b-it", n_tokens=8192, bytes_per_number=BYTES_16BIT),
              dict(card="gpt-oss-20b", n_tokens=96, bytes_per_number=4),
              dict(card="DeepSeek-V2-Lite", n_tokens=4096, bytes_per_number=1),
@@ -407,7 +372,7 @@ def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> Non
     ``memory.kv_cache_bytes_per_sequence``.  A case: ``card``, ``n_tokens``, ``bytes_per_number`` (default 2)."""
     for case in cases:
         s, n, b = as_shape(case["card"]), case["n_tokens"], case.get("bytes_per_number", BYTES_16BIT)
-        L, right, random = s.n_layers, kv_cache_bytes_per_sequence(s, n, _dtype(b)), case == RANDOM_SEQ_CASE
+        L, right = s.n_layers, kv_cache_bytes_per_sequence(s, n, _dtype(b))
         per_token, mla, slide = kv_cache_bytes_per_token(s, _dtype(b)), s.mla is not None, s.sliding_layers
         past = bool(slide) and n > s.sliding_window
         some = past and slide < L
@@ -424,9 +389,9 @@ def check_kv_bytes_per_sequence(fn, cases: Sequence[Mapping] = SEQ_CASES) -> Non
         kinds = ("latent attention" if mla else "every layer full attention" if not slide else "every layer sliding"
                  if slide == L else "sliding and full layers",
                  "shorter than the window" if slide and n <= s.sliding_window else "")
-        text = HINTS["labels"]["random_hybrid"].format(s=s, n=n, b=b, heads="s" * (s.n_kv_heads != 1)) if random else ""
-        _check(fn, "kv_bytes_per_sequence", s, is_shown(case, SEQ_CASES), (s, n, b), None,
-               (None, "", right, mistakes, CLOSE), kinds=kinds, random=random, text=text)
+        text = HINTS["labels"]["random_hybrid"].format(s=s, n=n, b=b, heads="s" * (s.n_kv_heads != 1))
+        _check(fn, "kv_bytes_per_sequence", s, case, (SEQ_CASES, (RANDOM_SEQ_CASE,)), (s, n, b), None,
+               (None, "", right, mistakes, CLOSE), kinds=kinds, text=text if case == RANDOM_SEQ_CASE else "")
 
 
 def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
@@ -448,10 +413,10 @@ def check_moe_layer_params(fn, cards: Sequence = MOE_CARDS) -> None:
                         if n_shared and s.shared_width != n_shared * s.d_ff else None)
         held_m = _hints("moe_layer_params", held_used=used, held_one=held - (E - 1) * expert)
         used_m = _hints("moe_layer_params", all_active=held, used_one=used - (k - 1) * expert, used_share=held * k / E)
-        _check(fn, "moe_layer_params", s, is_shown(card, MOE_CARDS), (s,), "held, used",
+        _check(fn, "moe_layer_params", s, card, (MOE_CARDS, (RANDOM_MOE_CARD,)), (s,), "held, used",
                (0, "held", held, merged({**held_m, **{d: held + v for d, v in common.items()}}), EXACT),
                (1, "used", used, merged({**used_m, **{d: used + v for d, v in common.items()}}), EXACT),
-               random=card == RANDOM_MOE_CARD, kinds=("shared experts" if n_shared else "no shared experts",),
+               kinds=("shared experts" if n_shared else "no shared experts",),
                text=HINTS["labels"]["random_shared_moe"].format(s=s) if card == RANDOM_MOE_CARD else "")
 
 
