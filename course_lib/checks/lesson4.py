@@ -82,8 +82,7 @@ VENDOR_QUESTIONS = HINTS["options"]["vendor_questions"]
 
 # --- the shared steps of this lesson's checks ----------------------------------------------------
 
-class _AtenOps(TorchDispatchMode):
-    """A watch of torch's fused attention at the dispatcher, however it is reached (a C++ fast path too)."""
+class _AtenOps(TorchDispatchMode):  # a watch of torch's fused attention however it is reached (a C++ path too)
     def __init__(self, found: list):
         super().__init__()
         self.found = found
@@ -100,7 +99,6 @@ _FUSED = (_AtenOps, HINTS["by_hand"]["fused"])
 
 
 def _try(fn, name: str, case, visible: Sequence, text, *args, kinds=(), refuse=(_COURSE_LIB,), **kwargs):
-    """:func:`~.exercise.attempt` on ``case``, named if in ``visible`` (whose last is made at run time)."""
     return attempt(fn, name, case, (visible[:-1], visible[-1:]), text, args, kwargs, kinds=kinds, explain_errors=True,
                    refuse=refuse)
 
@@ -136,23 +134,21 @@ def permutation_case(case: Mapping):
 def check_commutes(fn, cases: Sequence[Mapping] = PERMUTATION_CASES) -> None:
     """Check ``fn(block, x, perm) -> bool``: True when the block's outputs on the tokens in the order ``perm`` are its
     outputs in that order, within rounding (no positions and no mask commute; a causal mask or rotary positions not)."""
+    words = HINTS["commutes"]
     for case in cases:
-        block, x, perm = permutation_case(case)
-        rotary = case.get("positions", "none") == "rotary"
-        kind = "a causal mask" if case["causal"] else "rotary positions" if rotary else ""  # what makes order count
+        (block, x, perm), rotary = permutation_case(case), case.get("positions") == "rotary"
+        kind = "a causal mask" if case["causal"] else "rotary positions" * rotary  # what makes order count
         with torch.no_grad():
             diff = (block(x[:, perm]) - block(x)[:, perm]).abs().max().item()
         what, _, got = _try(fn, "commutes_with_permutation", case, PERMUTATION_CASES, {  # positions if any
             k: case[k] for k in ("d_model", "batch", "pos", "causal", "positions") if case.get(k, "none") != "none"},
-            block, x.clone(), perm.clone(), kinds=(f"causal={case['causal']}", "rotary positions" if rotary else ""),
-            refuse=())
+            block, x.clone(), perm.clone(), kinds=(f"causal={case['causal']}", "rotary positions" * rotary), refuse=())
         if (expected := diff < 1e-4) == bool(kind):  # the check's own premise failed
             raise RuntimeError(f"{what}: max difference {diff:.2e} contradicts the block's kind")
         if not isinstance(got, bool):
-            raise CheckFailed(f"{what}: {HINTS['commutes']['not_bool']}, got {type(got).__name__} {got!r:.60}")
+            raise CheckFailed(f"{what}: {words['not_bool']}, got {type(got).__name__} {got!r:.60}")
         if got != expected:
-            raise CheckFailed(f"{what} " + (HINTS["commutes"]["sees_order"].format(kind=kind) if kind
-                                            else HINTS["commutes"]["blind"]))
+            raise CheckFailed(f"{what} " + (words["sees_order"].format(kind=kind) if kind else words["blind"]))
         check_choice(got, expected, what=what, choices=(True, False))
 
 
@@ -192,25 +188,21 @@ def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
             "base": base, **({"x.dtype": dtype} if dtype else {})}, x.clone(), positions.clone(), base, kinds=(
             "positions not starting at 0" if case.get("start") else "",
             "a base other than 10000" if base != 10000 else "", f"x in {dtype}" if dtype else ""))
-        tol = 1e-4 if x.dtype == torch.float32 else 3e-2  # a 16-bit result is rounded to 2^-8
+        tol, rotate = 1e-4 if x.dtype == torch.float32 else 3e-2, partial(_rotate, x, positions, base)  # 16-bit: 2^-8
         if isinstance(got, torch.Tensor) and got.dtype != x.dtype and got.shape == x.shape:
             raise CheckFailed(f"{what}: return the dtype of x ({x.dtype}), got {got.dtype}")
 
-        def otherwise(got, expected):  # a rotation keeps lengths; float32 angles are off at large positions
-            if not torch.isfinite(got).all():
-                return None
+        def otherwise(got, expected):  # a rotation keeps lengths; float32 angles are off at large positions only
+            per_position = lambda t: t.abs().amax(-1).reshape(-1, rows).amax(0)  # noqa: E731
+            row_ok, small = per_position(got - expected) <= tol * (1 + per_position(expected)), positions < 1000
             norm_kept = close(got.norm(dim=-1), x.double().norm(dim=-1), rtol=tol, atol=tol)
-            err = (got - expected).abs().amax(-1).reshape(-1, rows).amax(0)
-            row_ok = err <= tol * (1 + expected.abs().amax(-1).reshape(-1, rows).amax(0))
-            small = positions < 1000  # below this, float32 angles are within the tolerance
             float32 = norm_kept and small.any() and bool(row_ok[small].all()) and not bool(row_ok.all())
-            return "is not right: " + HINTS["rotary"][
-                "float32" if float32 else "wrong_angles" if norm_kept else "length"]
+            key = "float32" if float32 else "wrong_angles" if norm_kept else "length"
+            return "is not right: " + HINTS["rotary"][key] if torch.isfinite(got).all() else None
         compare(got, reference_rotary(x, positions, base), what=what, shown=shown, rtol=tol, atol=tol, tensor=True,
                 record=(tol, tol), shape_words="the shape of the input", otherwise=otherwise, mistakes=lambda: _named(
-                    "rotary", unrotated=x.double(), sign=_rotate(x, positions, base, sign=-1.0), **{
-                        k: _rotate(x, positions, base, **{k: True}) for k in (
-                            "interleaved", "repeat_interleave", "half_exponent")},
+                    "rotary", unrotated=x.double(), sign=rotate(sign=-1.0), **{k: rotate(**{k: True}) for k in (
+                        "interleaved", "repeat_interleave", "half_exponent")},
                     positions_ignored=_rotate(x, torch.arange(rows), base), base_ignored=_rotate(x, positions, 1e4)))
 
 
@@ -230,9 +222,7 @@ def _number(x, what: str) -> float:
     if not isinstance(x, float):  # the text asks for a Python float (a numpy float64 is one)
         raise CheckFailed(f"{what}: expected a Python float, got {type(x).__name__} {x!r:.60}" + (
             f"; {HINTS['rotary_score']['tensor']}" if isinstance(x, torch.Tensor) else ""))
-    if not math.isfinite(x := float(x)):
-        raise CheckFailed(f"{what}: got {x}, which is not a finite number")
-    return x
+    return float(x)
 
 
 def _fixed_scale(exercise: str, d: int, value: Callable[[int], object]) -> dict:  # 1/sqrt(c), c a common d_head
@@ -244,18 +234,17 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
     at position n, both rotated; and that it stays the same when m and n move together."""
     for case in cases:
         (q, k), m, n, d = rotary_score_case(case), case["m"], case["n"], case["d_head"]
-        shown, same = is_shown(case, ROTARY_SCORE_CASES), "query and key at the same position" if m == n else ""
+        shown, ref, root = is_shown(case, ROTARY_SCORE_CASES), partial(reference_rotary_score, q, k), math.sqrt(d)
         what = label("rotary_score", f"q, k, m={m}, n={n}", shown=shown, random=case == ROTARY_SCORE_CASES[-1],
-                     kinds=(same,)) + (f" with d_head={d}" if shown else "")
+                     kinds=(m == n and "query and key at the same position",)) + (f" with d_head={d}" if shown else "")
         score = lambda m, n: _number(call(fn, what, q.clone(), k.clone(), m, n, shown=shown,  # noqa: E731
                                           explain_errors=True, refuse=(_COURSE_LIB,)), what)
-        got, expected = score(m, n), reference_rotary_score(q, k, m, n)
+        got, expected = score(m, n), ref(m, n)
         compare(got, expected, what=what, shown=shown, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4),
-                otherwise=lambda g, e: HINTS["rotary_score"]["other"], mistakes=lambda: _named(
-            "rotary_score", no_scale=expected * math.sqrt(d), by_d_head=expected / math.sqrt(d),
-            query_only=reference_rotary_score(q, k, m, 0), swapped=reference_rotary_score(q, k, n, m),
-            same_position=reference_rotary_score(q, k, 0, 0)) | _fixed_scale(
-                "rotary_score", d, lambda c: expected * math.sqrt(d / c)))
+                otherwise=lambda g, e: bool(torch.isfinite(g).all()) and HINTS["rotary_score"]["other"],
+                mistakes=lambda: _named("rotary_score", no_scale=expected * root, by_d_head=expected / root,
+                                        query_only=ref(m, 0), swapped=ref(n, m), same_position=ref(0, 0))
+                | _fixed_scale("rotary_score", d, lambda c: expected * math.sqrt(d / c)))
         for shift in (1, 7, 100):
             moved, by = score(m + shift, n + shift), f"by {shift}" if shown else "by the same amount"
             if not math.isclose(moved, got, rel_tol=1e-4, abs_tol=1e-4):  # by: not a hidden position's shift
@@ -284,10 +273,8 @@ over n_tokens with the full score matrix (``forward_macs(causal=False)``)."""
 def crossover_expected(d_model: int) -> int:
     """The length where the score multiply-adds (2·n²·d_model) equal the weights' (12·n·d_model²),
     both from forward_macs: n = 6·d_model."""
-    (s, _), (w, _) = _block_macs(1, d_model).values()  # scores: one token, one key
-    m = _block_macs(n := w // s, d_model)
-    assert m["attention_scores"][0] == m["weights"][0]
-    return n
+    (s, _), (w, _) = _block_macs(1, d_model).values()  # one token: scores n²·2·d_model, weights n·12·d_model²
+    return w // s
 
 
 check_crossover = _count("crossover_length", [{"d_model": d} for d in CROSSOVER_D_MODELS], lambda d: {None: (
