@@ -23,7 +23,7 @@ from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
 from . import CheckFailed, check_choice, check_close, is_shown, watch_calls
 from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, Question, attempt, blames, call,  # noqa: F401 - tests
-                       close, compare, every, label, merged, sealed_picks)
+                       close, compare, every, label, merged, name_mistake, sealed_picks)
 from .hints import load as _load_hints, words
 from .sealed import as_option, load as _load_sealed
 
@@ -255,13 +255,12 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
 # --- 3. what attention costs, 4. the score matrix in memory ----------------------------------
 
 def _block_macs(n: int, d: int) -> dict:  # n_tokens, d_model: one GPT-2-style block's
-    m = forward_macs(gpt2_shape(d_model=d, n_layers=1, n_heads=1, d_vocab=1, n_ctx=1), n, causal=False)
+    m, nd2 = forward_macs(gpt2_shape(d_model=d, n_layers=1, n_heads=1, d_vocab=1, n_ctx=1), n, causal=False), n * d * d
     s, w = m.attention_scores, m.weights
     return {"attention_scores": (s, _named("block_macs", flops=2 * s, qk_only=n * n * d, causal_half=n * (n + 1) * d,
                                            one_token_scores=2 * n * d)),
-            "weights": (w, _named("block_macs", flops=2 * w, projections_only=4 * n * d * d, ff_only=8 * n * d * d,
-                                  one_ff_matrix=8 * n * d * d, one_token=12 * d * d, ff_width=6 * n * d * d,
-                                  no_out_proj=11 * n * d * d))}
+            "weights": (w, _named("block_macs", flops=2 * w, projections_only=4 * nd2, ff_only=8 * nd2,
+                                  one_ff_matrix=8 * nd2, one_token=12 * d * d, ff_width=6 * nd2, no_out_proj=11 * nd2))}
 
 
 check_block_macs = _count("block_macs", BLOCK_MACS_CASES, _block_macs, _part("attention_scores"), _part("weights"),
@@ -304,9 +303,8 @@ def check_score_bytes(fn, cases: Sequence[Mapping] = SCORE_BYTES_CASES, visible:
     ``score_tib`` (:data:`check_score_tib`) or ``then`` (another such check: the capstone's, which checks its copy of
     the exercise here), that is checked too, a failure of both named in one message (:func:`~.exercise.every`)."""
     if score_tib is not _UNSET:
-        then = lambda: check_score_tib(score_tib)  # noqa: E731
-    count = _count("score_matrix_bytes", visible, _score_bytes, _part(None))
-    every(lambda: count(fn, cases), *([then] if then else []))
+        then = partial(check_score_tib, score_tib)
+    every(partial(_count("score_matrix_bytes", visible, _score_bytes, _part(None)), fn, cases), *filter(None, [then]))
 
 
 check_score_tib = Question((SEALED["lesson4/score_tib"],), builds_on=("score_matrix_bytes",))
@@ -326,8 +324,7 @@ def update_case(case: Mapping):
         state = online_softmax_update(state, torch.randn(*batch, bq, bk, generator=g) * case["scale"],
                                       torch.randn(*batch, bk, dv, generator=g))
     scores = torch.randn(*batch, bq, bk, generator=g) * case["scale"] + 2.0
-    hidden = torch.rand(*batch, bq, bk, generator=g) < 0.3
-    hidden[..., 0] = False  # one visible key per row
+    hidden = (torch.rand(*batch, bq, bk, generator=g) < 0.3) & (torch.arange(bk) > 0)  # key 0 visible in every row
     return state, scores.masked_fill(hidden, -math.inf), torch.randn(*batch, bk, dv, generator=g)
 
 
@@ -355,9 +352,8 @@ def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
         state, s, v = update_case(case)
         what, shown, got = _try(fn, "softmax_update", case, UPDATE_CASES, {
             "batch": tuple(case["batch"]), **{k: case[k] for k in ("block_q", "block_k", "d_v")},
-            "first tile": case["first"], "scores up to": round(s.amax().item())},
-            state.m.clone(), state.l.clone(), state.acc.clone(), s.clone(), v.clone(), kinds=(
-            "the first tile" if case["first"] else "a later tile", "large scores" if abs(case["scale"]) > 10 else ""))
+            "first tile": case["first"], "scores up to": round(s.amax().item())}, *(t.clone() for t in (*state, s, v)),
+            kinds=("the first tile" if case["first"] else "a later tile", abs(case["scale"]) > 10 and "large scores"))
         if not isinstance(got, tuple) or len(got) != 3:
             raise CheckFailed(f"{what}: expected a tuple of three tensors (m, l, acc), got {type(got).__name__}" + (
                 f" of {len(got)}" if isinstance(got, (tuple, list)) else ""))  # a tensor's repr: lines of numbers
@@ -376,8 +372,7 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
     it never holds a tensor a quarter of the score matrix's size, in any dtype (course_lib.profiling, n = memory_n)."""
     words, near = HINTS["tiled"], partial(close, rtol=1e-4, atol=1e-4)
     for case in cases:
-        (q, k, v), causal, block = tiled_case(case), case["causal"], case["block"]
-        n, d = q.shape[-2], q.shape[-1]
+        (q, k, v), (n, d), causal, block = tiled_case(case), case["shape"][-2:], case["causal"], case["block"]
         what, shown, got = _try(
             fn, "my_tiled_attention", case, TILED_CASES, {"q.shape": tuple(q.shape), "causal": causal, "block": block},
             q.clone(), k.clone(), v.clone(), causal=causal, block=block, refuse=(_COURSE_LIB, _FUSED), kinds=(
@@ -388,10 +383,9 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
         expected, full = att(is_causal=causal), n // block * block  # full: the rows and keys of the whole tiles
         short_keys = sees((j < full) & (j <= i if causal else True)) if n % block and full else None
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:  # before compare: rows unwritten, NaN
-            if short_keys is not None and not near(got, expected) and not near(got, short_keys):
-                for rows, key in ((expected, "short_queries"), (short_keys, "short_both")):
-                    if near(got[..., :full, :], rows[..., :full, :]):
-                        raise CheckFailed(f"{what} is not right: {words[key]}.")
+            if short_keys is not None and not near(got, expected) and not near(got, short_keys):  # rows before full
+                name_mistake(what, {f"{words[key]}.": near(got[..., :full, :], rows[..., :full, :]) for rows, key in (
+                    (expected, "short_queries"), (short_keys, "short_both"))})
             if torch.isnan(got).any():  # the reference has none
                 raise CheckFailed(f"{what}: {words['nan']}" + ("" if causal else f" {words['not_causal']}"))
         compare(got, expected, what=what, shown=shown, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4), tensor=True,
