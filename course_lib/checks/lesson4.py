@@ -171,18 +171,15 @@ def reference_rotary(x, positions, base=10000.0):
     return _positions.apply_rotary(x, *_positions.rotary_cos_sin(positions, x.shape[-1], base, dtype=x.dtype))
 
 
-def rotary_case(case: Mapping):
-    """(x (*shape) float32 from the seed, positions: the case's own, or start, start + 1, ...)."""
-    x = torch.randn(*case["shape"], generator=torch.Generator().manual_seed(2000 + case["seed"]))
-    return x.to(getattr(torch, case.get("dtype", "float32"))), torch.tensor(case["positions"]) if "positions" in case \
-        else torch.arange(case["start"], case["start"] + case["shape"][-2])
-
-
 def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
-    """Check ``fn(x, positions, base) -> x rotated`` against course_lib.positions: x (..., pos,
-    d_head) float32 or bfloat16, positions (pos,) integers."""
+    """Check ``fn(x, positions, base) -> x rotated`` against course_lib.positions: x (..., pos, d_head) from the case's
+    seed, float32 or its ``dtype`` (bfloat16); positions (pos,) integers, its own or start, start + 1, ..."""
     for case in cases:
-        (x, positions), base, rows, dtype = rotary_case(case), case["base"], case["shape"][-2], case.get("dtype")
+        base, rows, dtype = case["base"], case["shape"][-2], case.get("dtype")
+        x = torch.randn(*case["shape"], generator=torch.Generator().manual_seed(2000 + case["seed"])).to(
+            getattr(torch, dtype or "float32"))
+        positions = torch.tensor(case["positions"]) if "positions" in case else torch.arange(
+            case["start"], case["start"] + rows)
         what, shown, got = _try(fn, "rotary", case, ROTARY_CASES, {"x.shape": tuple(x.shape), "positions": list(
             case["positions"]) if "positions" in case else f"{case['start']}..{case['start'] + rows - 1}",
             "base": base, **({"x.dtype": dtype} if dtype else {})}, x.clone(), positions.clone(), base, kinds=(
@@ -218,13 +215,6 @@ def reference_rotary_score(q, k, m, n, base=10000.0) -> float:
     return (qm @ reference_rotary(k.double()[None], torch.tensor([n]), base)[0]).item() / math.sqrt(q.shape[-1])
 
 
-def _number(x, what: str) -> float:
-    if not isinstance(x, float):  # the text asks for a Python float (a numpy float64 is one)
-        raise CheckFailed(f"{what}: expected a Python float, got {type(x).__name__} {x!r:.60}" + (
-            f"; {HINTS['rotary_score']['tensor']}" if isinstance(x, torch.Tensor) else ""))
-    return float(x)
-
-
 def _fixed_scale(exercise: str, d: int, value: Callable[[int], object]) -> dict:  # 1/sqrt(c), c a common d_head
     return {HINTS[exercise]["fixed_scale"].format(c=c): value(c) for c in (4, 8, 16, 32, 64, 128) if c != d}
 
@@ -237,8 +227,13 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
         shown, ref, root = is_shown(case, ROTARY_SCORE_CASES), partial(reference_rotary_score, q, k), math.sqrt(d)
         what = label("rotary_score", f"q, k, m={m}, n={n}", shown=shown, random=case == ROTARY_SCORE_CASES[-1],
                      kinds=(m == n and "query and key at the same position",)) + (f" with d_head={d}" if shown else "")
-        score = lambda m, n: _number(call(fn, what, q.clone(), k.clone(), m, n, shown=shown,  # noqa: E731
-                                          explain_errors=True, refuse=(_COURSE_LIB,)), what)
+
+        def score(m, n):
+            x = call(fn, what, q.clone(), k.clone(), m, n, shown=shown, explain_errors=True, refuse=(_COURSE_LIB,))
+            if not isinstance(x, float):  # the text asks for a Python float (a numpy float64 is one)
+                raise CheckFailed(f"{what}: expected a Python float, got {type(x).__name__} {x!r:.60}" + (
+                    f"; {HINTS['rotary_score']['tensor']}" if isinstance(x, torch.Tensor) else ""))
+            return float(x)
         got, expected = score(m, n), ref(m, n)
         compare(got, expected, what=what, shown=shown, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4),
                 otherwise=lambda g, e: bool(torch.isfinite(g).all()) and HINTS["rotary_score"]["other"],
@@ -314,20 +309,6 @@ the visible test checks it with ``check_score_bytes(fn, score_tib=...)``."""
 
 # --- 5. tiled attention ----------------------------------------------------------------------
 
-def update_case(case: Mapping):
-    """(state, scores_tile, v_tile): scores scaled by ``case["scale"]`` (large ones overflow exp
-    without the running maximum), some -inf (masked), each row with a visible score in the tile."""
-    g = torch.Generator().manual_seed(4000 + case["seed"])
-    batch, bq, bk, dv = tuple(case["batch"]), case["block_q"], case["block_k"], case["d_v"]
-    state = initial_state(batch, bq, dv)
-    if not case["first"]:  # a state after one earlier tile
-        state = online_softmax_update(state, torch.randn(*batch, bq, bk, generator=g) * case["scale"],
-                                      torch.randn(*batch, bk, dv, generator=g))
-    scores = torch.randn(*batch, bq, bk, generator=g) * case["scale"] + 2.0
-    hidden = (torch.rand(*batch, bq, bk, generator=g) < 0.3) & (torch.arange(bk) > 0)  # key 0 visible in every row
-    return state, scores.masked_fill(hidden, -math.inf), torch.randn(*batch, bk, dv, generator=g)
-
-
 def _update_mistakes(state, s, v) -> dict:  # in float32 as a learner's code runs: an overflow or NaN is its own
     (m, l, acc), m_new = state, torch.maximum(state.m, s.amax(-1))
     r, inv, p = torch.exp(m - m_new), torch.exp(m_new - m), torch.exp(s - m_new[..., None])
@@ -347,9 +328,19 @@ def _update_words(got, expected) -> str:  # NaN, inf, -inf where a number should
 
 
 def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
-    """Check ``fn(m, l, acc, scores_tile, v_tile) -> (m, l, acc)`` against tiled_attention.online_softmax_update."""
+    """Check ``fn(m, l, acc, scores_tile, v_tile) -> (m, l, acc)`` against tiled_attention.online_softmax_update, on
+    tiles from the case's seed: scores scaled by its ``scale`` (large ones overflow exp without the running maximum),
+    some -inf (masked), each row with a visible score in the tile; the first tile or one after an earlier tile."""
     for case in cases:
-        state, s, v = update_case(case)
+        g = torch.Generator().manual_seed(4000 + case["seed"])
+        batch, bq, bk, dv = tuple(case["batch"]), case["block_q"], case["block_k"], case["d_v"]
+        state = initial_state(batch, bq, dv)
+        if not case["first"]:  # a state after one earlier tile
+            state = online_softmax_update(state, torch.randn(*batch, bq, bk, generator=g) * case["scale"],
+                                          torch.randn(*batch, bk, dv, generator=g))
+        scores = torch.randn(*batch, bq, bk, generator=g) * case["scale"] + 2.0
+        hidden = (torch.rand(*batch, bq, bk, generator=g) < 0.3) & (torch.arange(bk) > 0)  # key 0 visible in every row
+        s, v = scores.masked_fill(hidden, -math.inf), torch.randn(*batch, bk, dv, generator=g)
         what, shown, got = _try(fn, "softmax_update", case, UPDATE_CASES, {
             "batch": tuple(case["batch"]), **{k: case[k] for k in ("block_q", "block_k", "d_v")},
             "first tile": case["first"], "scores up to": round(s.amax().item())}, *(t.clone() for t in (*state, s, v)),
