@@ -178,8 +178,7 @@ def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
         base, rows, dtype = case["base"], case["shape"][-2], case.get("dtype")
         x = torch.randn(*case["shape"], generator=torch.Generator().manual_seed(2000 + case["seed"])).to(
             getattr(torch, dtype or "float32"))
-        positions = torch.tensor(case["positions"]) if "positions" in case else torch.arange(
-            case["start"], case["start"] + rows)
+        positions = torch.tensor(case.get("positions") or range(case["start"], case["start"] + rows))
         what, shown, got = _try(fn, "rotary", case, ROTARY_CASES, {"x.shape": tuple(x.shape), "positions": list(
             case["positions"]) if "positions" in case else f"{case['start']}..{case['start'] + rows - 1}",
             "base": base, **({"x.dtype": dtype} if dtype else {})}, x.clone(), positions.clone(), base, kinds=(
@@ -434,8 +433,8 @@ def _longest(d: int, L: int, h: int, n: int) -> dict:  # d_model, n_layers, n_he
                 "longest_input", macs=s + w, one_block=2 * (s + w) / L, causal_half=2 * (w + s * (n + 1) / (2 * n)),
                 no_scores=2 * w, times_heads=2 * (w + h * s))),
             "attention_share": (share, _named("longest_input", ratio=s / w, percentage=100 * share, rest=1 - share)),
-            "score_bytes_per_layer": (b, {**byte_mistakes, **_named("longest_input", fp32=2 * b, all_layers=b * L,
-                                                                    gib=b / GiB)})}
+            "score_bytes_per_layer": (b, byte_mistakes | _named("longest_input", fp32=2 * b, all_layers=b * L,
+                                                                gib=b / GiB))}
 
 
 _longest_input = _count("longest_input", RECAP_CASES, _longest, _part("block_flops", 1e-9, "block_macs"),
