@@ -232,10 +232,12 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
             if not isinstance(x, float):  # the text asks for a Python float (a numpy float64 is one)
                 raise CheckFailed(f"{what}: expected a Python float, got {type(x).__name__} {x!r:.60}" + (
                     f"; {HINTS['rotary_score']['tensor']}" if isinstance(x, torch.Tensor) else ""))
-            return float(x)
+            if not math.isfinite(x := float(x)):
+                raise CheckFailed(f"{what}: got {x}, which is not a finite number")
+            return x
         got, expected = score(m, n), ref(m, n)
         compare(got, expected, what=what, shown=shown, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4),
-                otherwise=lambda g, e: bool(torch.isfinite(g).all()) and HINTS["rotary_score"]["other"],
+                otherwise=lambda g, e: HINTS["rotary_score"]["other"],
                 mistakes=lambda: _named("rotary_score", no_scale=expected * root, by_d_head=expected / root,
                                         query_only=ref(m, 0), swapped=ref(n, m), same_position=ref(0, 0))
                 | _fixed_scale("rotary_score", d, lambda c: expected * math.sqrt(d / c)))
