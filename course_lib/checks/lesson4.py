@@ -136,13 +136,13 @@ def check_commutes(fn, cases: Sequence[Mapping] = PERMUTATION_CASES) -> None:
     outputs in that order, within rounding (no positions and no mask commute; a causal mask or rotary positions not)."""
     words = HINTS["commutes"]
     for case in cases:
-        (block, x, perm), rotary = permutation_case(case), case.get("positions") == "rotary"
-        kind = "a causal mask" if case["causal"] else "rotary positions" * rotary  # what makes order count
+        (block, x, perm), rotary = permutation_case(case), case.get("positions") == "rotary" and "rotary positions"
+        kind = "a causal mask" if case["causal"] else rotary  # what makes order count
         with torch.no_grad():
             diff = (block(x[:, perm]) - block(x)[:, perm]).abs().max().item()
         what, _, got = _try(fn, "commutes_with_permutation", case, PERMUTATION_CASES, {  # positions if any
             k: case[k] for k in ("d_model", "batch", "pos", "causal", "positions") if case.get(k, "none") != "none"},
-            block, x.clone(), perm.clone(), kinds=(f"causal={case['causal']}", "rotary positions" * rotary), refuse=())
+            block, x.clone(), perm.clone(), kinds=(f"causal={case['causal']}", rotary), refuse=())
         if (expected := diff < 1e-4) == bool(kind):  # the check's own premise failed
             raise RuntimeError(f"{what}: max difference {diff:.2e} contradicts the block's kind")
         if not isinstance(got, bool):
