@@ -450,12 +450,11 @@ def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES, block_macs=N
     at a GPT-2-style model's longest input: forward FLOPs of all blocks with full score matrices (no output head), the
     scores' share of them, and the bytes of one layer's full 16-bit score matrices.  Given the learner's ``block_macs``
     and ``score_matrix_bytes`` (which ``fn`` may use), a failure on a case re-checks them first (:func:`blames`)."""
-    for case in cases:
-        n, d, h = case["n_tokens"], case["d_model"], case["n_heads"]
-        with blames(("block_macs", check_block_macs, block_macs, [dict(n_tokens=n, d_model=d)]),
-                    ("score_matrix_bytes", check_score_bytes, score_matrix_bytes,
-                     [dict(n_tokens=n, n_heads=h, bytes_per_number=BYTES_16BIT)])):
-            _longest_input(fn, [case])
+    for c in cases:  # each earlier answer re-checked on this case's sizes
+        with blames(("block_macs", check_block_macs, block_macs, [dict(n_tokens=c["n_tokens"], d_model=c["d_model"])]),
+                    ("score_matrix_bytes", check_score_bytes, score_matrix_bytes, [dict(
+                        n_tokens=c["n_tokens"], n_heads=c["n_heads"], bytes_per_number=BYTES_16BIT)])):
+            _longest_input(fn, [c])
 
 
 from ..tutor import announce as _announce  # noqa: E402
