@@ -23,7 +23,7 @@ from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
 from . import CheckFailed, check_choice, check_close, is_shown, watch_calls
 from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, Question, attempt, blames, call,  # noqa: F401 - tests
-                       close, compare, every, label, merged, sealed_picks)
+                       close, compare, every, label, merged, name_mistake, sealed_picks)
 from .hints import load as _load_hints, words
 from .sealed import as_option, load as _load_sealed
 
@@ -82,8 +82,7 @@ VENDOR_QUESTIONS = HINTS["options"]["vendor_questions"]
 
 # --- the shared steps of this lesson's checks ----------------------------------------------------
 
-class _AtenOps(TorchDispatchMode):
-    """A watch of torch's fused attention at the dispatcher, however it is reached (a C++ fast path too)."""
+class _AtenOps(TorchDispatchMode):  # a watch of torch's fused attention however it is reached (a C++ path too)
     def __init__(self, found: list):
         super().__init__()
         self.found = found
@@ -100,7 +99,6 @@ _FUSED = (_AtenOps, HINTS["by_hand"]["fused"])
 
 
 def _try(fn, name: str, case, visible: Sequence, text, *args, kinds=(), refuse=(_COURSE_LIB,), **kwargs):
-    """:func:`~.exercise.attempt` on ``case``, named if in ``visible`` (whose last is made at run time)."""
     return attempt(fn, name, case, (visible[:-1], visible[-1:]), text, args, kwargs, kinds=kinds, explain_errors=True,
                    refuse=refuse)
 
@@ -136,23 +134,21 @@ def permutation_case(case: Mapping):
 def check_commutes(fn, cases: Sequence[Mapping] = PERMUTATION_CASES) -> None:
     """Check ``fn(block, x, perm) -> bool``: True when the block's outputs on the tokens in the order ``perm`` are its
     outputs in that order, within rounding (no positions and no mask commute; a causal mask or rotary positions not)."""
+    words = HINTS["commutes"]
     for case in cases:
-        block, x, perm = permutation_case(case)
-        rotary = case.get("positions", "none") == "rotary"
-        kind = "a causal mask" if case["causal"] else "rotary positions" if rotary else ""  # what makes order count
+        (block, x, perm), rotary = permutation_case(case), case.get("positions") == "rotary" and "rotary positions"
+        kind = "a causal mask" if case["causal"] else rotary  # what makes order count
         with torch.no_grad():
             diff = (block(x[:, perm]) - block(x)[:, perm]).abs().max().item()
         what, _, got = _try(fn, "commutes_with_permutation", case, PERMUTATION_CASES, {  # positions if any
             k: case[k] for k in ("d_model", "batch", "pos", "causal", "positions") if case.get(k, "none") != "none"},
-            block, x.clone(), perm.clone(), kinds=(f"causal={case['causal']}", "rotary positions" if rotary else ""),
-            refuse=())
+            block, x.clone(), perm.clone(), kinds=(f"causal={case['causal']}", rotary), refuse=())
         if (expected := diff < 1e-4) == bool(kind):  # the check's own premise failed
             raise RuntimeError(f"{what}: max difference {diff:.2e} contradicts the block's kind")
         if not isinstance(got, bool):
-            raise CheckFailed(f"{what}: {HINTS['commutes']['not_bool']}, got {type(got).__name__} {got!r:.60}")
+            raise CheckFailed(f"{what}: {words['not_bool']}, got {type(got).__name__} {got!r:.60}")
         if got != expected:
-            raise CheckFailed(f"{what} " + (HINTS["commutes"]["sees_order"].format(kind=kind) if kind
-                                            else HINTS["commutes"]["blind"]))
+            raise CheckFailed(f"{what} " + (words["sees_order"].format(kind=kind) if kind else words["blind"]))
         check_choice(got, expected, what=what, choices=(True, False))
 
 
@@ -175,42 +171,34 @@ def reference_rotary(x, positions, base=10000.0):
     return _positions.apply_rotary(x, *_positions.rotary_cos_sin(positions, x.shape[-1], base, dtype=x.dtype))
 
 
-def rotary_case(case: Mapping):
-    """(x (*shape) float32 from the seed, positions: the case's own, or start, start + 1, ...)."""
-    x = torch.randn(*case["shape"], generator=torch.Generator().manual_seed(2000 + case["seed"]))
-    return x.to(getattr(torch, case.get("dtype", "float32"))), torch.tensor(case["positions"]) if "positions" in case \
-        else torch.arange(case["start"], case["start"] + case["shape"][-2])
-
-
 def check_rotary(fn, cases: Sequence[Mapping] = ROTARY_CASES) -> None:
-    """Check ``fn(x, positions, base) -> x rotated`` against course_lib.positions: x (..., pos,
-    d_head) float32 or bfloat16, positions (pos,) integers."""
+    """Check ``fn(x, positions, base) -> x rotated`` against course_lib.positions: x (..., pos, d_head) from the case's
+    seed, float32 or its ``dtype`` (bfloat16); positions (pos,) integers, its own or start, start + 1, ..."""
     for case in cases:
-        (x, positions), base, rows, dtype = rotary_case(case), case["base"], case["shape"][-2], case.get("dtype")
+        base, rows, dtype = case["base"], case["shape"][-2], case.get("dtype")
+        x = torch.randn(*case["shape"], generator=torch.Generator().manual_seed(2000 + case["seed"])).to(
+            getattr(torch, dtype or "float32"))
+        positions = torch.tensor(case.get("positions") or range(case["start"], case["start"] + rows))
         what, shown, got = _try(fn, "rotary", case, ROTARY_CASES, {"x.shape": tuple(x.shape), "positions": list(
             case["positions"]) if "positions" in case else f"{case['start']}..{case['start'] + rows - 1}",
             "base": base, **({"x.dtype": dtype} if dtype else {})}, x.clone(), positions.clone(), base, kinds=(
             "positions not starting at 0" if case.get("start") else "",
             "a base other than 10000" if base != 10000 else "", f"x in {dtype}" if dtype else ""))
-        tol = 1e-4 if x.dtype == torch.float32 else 3e-2  # a 16-bit result is rounded to 2^-8
+        tol, rotate = 1e-4 if x.dtype == torch.float32 else 3e-2, partial(_rotate, x, positions, base)  # 16-bit: 2^-8
         if isinstance(got, torch.Tensor) and got.dtype != x.dtype and got.shape == x.shape:
             raise CheckFailed(f"{what}: return the dtype of x ({x.dtype}), got {got.dtype}")
 
-        def otherwise(got, expected):  # a rotation keeps lengths; float32 angles are off at large positions
-            if not torch.isfinite(got).all():
-                return None
+        def otherwise(got, expected):  # a rotation keeps lengths; float32 angles are off at large positions only
+            per_position = lambda t: t.abs().amax(-1).reshape(-1, rows).amax(0)  # noqa: E731
+            row_ok, small = per_position(got - expected) <= tol * (1 + per_position(expected)), positions < 1000
             norm_kept = close(got.norm(dim=-1), x.double().norm(dim=-1), rtol=tol, atol=tol)
-            err = (got - expected).abs().amax(-1).reshape(-1, rows).amax(0)
-            row_ok = err <= tol * (1 + expected.abs().amax(-1).reshape(-1, rows).amax(0))
-            small = positions < 1000  # below this, float32 angles are within the tolerance
             float32 = norm_kept and small.any() and bool(row_ok[small].all()) and not bool(row_ok.all())
-            return "is not right: " + HINTS["rotary"][
-                "float32" if float32 else "wrong_angles" if norm_kept else "length"]
+            key = "float32" if float32 else "wrong_angles" if norm_kept else "length"
+            return "is not right: " + HINTS["rotary"][key] if torch.isfinite(got).all() else None
         compare(got, reference_rotary(x, positions, base), what=what, shown=shown, rtol=tol, atol=tol, tensor=True,
                 record=(tol, tol), shape_words="the shape of the input", otherwise=otherwise, mistakes=lambda: _named(
-                    "rotary", unrotated=x.double(), sign=_rotate(x, positions, base, sign=-1.0), **{
-                        k: _rotate(x, positions, base, **{k: True}) for k in (
-                            "interleaved", "repeat_interleave", "half_exponent")},
+                    "rotary", unrotated=x.double(), sign=rotate(sign=-1.0), **{k: rotate(**{k: True}) for k in (
+                        "interleaved", "repeat_interleave", "half_exponent")},
                     positions_ignored=_rotate(x, torch.arange(rows), base), base_ignored=_rotate(x, positions, 1e4)))
 
 
@@ -226,15 +214,6 @@ def reference_rotary_score(q, k, m, n, base=10000.0) -> float:
     return (qm @ reference_rotary(k.double()[None], torch.tensor([n]), base)[0]).item() / math.sqrt(q.shape[-1])
 
 
-def _number(x, what: str) -> float:
-    if not isinstance(x, float):  # the text asks for a Python float (a numpy float64 is one)
-        raise CheckFailed(f"{what}: expected a Python float, got {type(x).__name__} {x!r:.60}" + (
-            f"; {HINTS['rotary_score']['tensor']}" if isinstance(x, torch.Tensor) else ""))
-    if not math.isfinite(x := float(x)):
-        raise CheckFailed(f"{what}: got {x}, which is not a finite number")
-    return x
-
-
 def _fixed_scale(exercise: str, d: int, value: Callable[[int], object]) -> dict:  # 1/sqrt(c), c a common d_head
     return {HINTS[exercise]["fixed_scale"].format(c=c): value(c) for c in (4, 8, 16, 32, 64, 128) if c != d}
 
@@ -244,18 +223,24 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
     at position n, both rotated; and that it stays the same when m and n move together."""
     for case in cases:
         (q, k), m, n, d = rotary_score_case(case), case["m"], case["n"], case["d_head"]
-        shown, same = is_shown(case, ROTARY_SCORE_CASES), "query and key at the same position" if m == n else ""
+        shown, ref, root = is_shown(case, ROTARY_SCORE_CASES), partial(reference_rotary_score, q, k), math.sqrt(d)
         what = label("rotary_score", f"q, k, m={m}, n={n}", shown=shown, random=case == ROTARY_SCORE_CASES[-1],
-                     kinds=(same,)) + (f" with d_head={d}" if shown else "")
-        score = lambda m, n: _number(call(fn, what, q.clone(), k.clone(), m, n, shown=shown,  # noqa: E731
-                                          explain_errors=True, refuse=(_COURSE_LIB,)), what)
-        got, expected = score(m, n), reference_rotary_score(q, k, m, n)
+                     kinds=(m == n and "query and key at the same position",)) + (f" with d_head={d}" if shown else "")
+
+        def score(m, n):
+            x = call(fn, what, q.clone(), k.clone(), m, n, shown=shown, explain_errors=True, refuse=(_COURSE_LIB,))
+            if not isinstance(x, float):  # the text asks for a Python float (a numpy float64 is one)
+                raise CheckFailed(f"{what}: expected a Python float, got {type(x).__name__} {x!r:.60}" + (
+                    f"; {HINTS['rotary_score']['tensor']}" if isinstance(x, torch.Tensor) else ""))
+            if not math.isfinite(x := float(x)):
+                raise CheckFailed(f"{what}: got {x}, which is not a finite number")
+            return x
+        got, expected = score(m, n), ref(m, n)
         compare(got, expected, what=what, shown=shown, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4),
-                otherwise=lambda g, e: HINTS["rotary_score"]["other"], mistakes=lambda: _named(
-            "rotary_score", no_scale=expected * math.sqrt(d), by_d_head=expected / math.sqrt(d),
-            query_only=reference_rotary_score(q, k, m, 0), swapped=reference_rotary_score(q, k, n, m),
-            same_position=reference_rotary_score(q, k, 0, 0)) | _fixed_scale(
-                "rotary_score", d, lambda c: expected * math.sqrt(d / c)))
+                otherwise=lambda g, e: HINTS["rotary_score"]["other"],
+                mistakes=lambda: _named("rotary_score", no_scale=expected * root, by_d_head=expected / root,
+                                        query_only=ref(m, 0), swapped=ref(n, m), same_position=ref(0, 0))
+                | _fixed_scale("rotary_score", d, lambda c: expected * math.sqrt(d / c)))
         for shift in (1, 7, 100):
             moved, by = score(m + shift, n + shift), f"by {shift}" if shown else "by the same amount"
             if not math.isclose(moved, got, rel_tol=1e-4, abs_tol=1e-4):  # by: not a hidden position's shift
@@ -266,13 +251,12 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
 # --- 3. what attention costs, 4. the score matrix in memory ----------------------------------
 
 def _block_macs(n: int, d: int) -> dict:  # n_tokens, d_model: one GPT-2-style block's
-    m = forward_macs(gpt2_shape(d_model=d, n_layers=1, n_heads=1, d_vocab=1, n_ctx=1), n, causal=False)
+    m, nd2 = forward_macs(gpt2_shape(d_model=d, n_layers=1, n_heads=1, d_vocab=1, n_ctx=1), n, causal=False), n * d * d
     s, w = m.attention_scores, m.weights
     return {"attention_scores": (s, _named("block_macs", flops=2 * s, qk_only=n * n * d, causal_half=n * (n + 1) * d,
                                            one_token_scores=2 * n * d)),
-            "weights": (w, _named("block_macs", flops=2 * w, projections_only=4 * n * d * d, ff_only=8 * n * d * d,
-                                  one_ff_matrix=8 * n * d * d, one_token=12 * d * d, ff_width=6 * n * d * d,
-                                  no_out_proj=11 * n * d * d))}
+            "weights": (w, _named("block_macs", flops=2 * w, projections_only=4 * nd2, ff_only=8 * nd2,
+                                  one_ff_matrix=8 * nd2, one_token=12 * d * d, ff_width=6 * nd2, no_out_proj=11 * nd2))}
 
 
 check_block_macs = _count("block_macs", BLOCK_MACS_CASES, _block_macs, _part("attention_scores"), _part("weights"),
@@ -284,10 +268,8 @@ over n_tokens with the full score matrix (``forward_macs(causal=False)``)."""
 def crossover_expected(d_model: int) -> int:
     """The length where the score multiply-adds (2·n²·d_model) equal the weights' (12·n·d_model²),
     both from forward_macs: n = 6·d_model."""
-    (s, _), (w, _) = _block_macs(1, d_model).values()  # scores: one token, one key
-    m = _block_macs(n := w // s, d_model)
-    assert m["attention_scores"][0] == m["weights"][0]
-    return n
+    (s, _), (w, _) = _block_macs(1, d_model).values()  # one token: scores n²·2·d_model, weights n·12·d_model²
+    return w // s
 
 
 check_crossover = _count("crossover_length", [{"d_model": d} for d in CROSSOVER_D_MODELS], lambda d: {None: (
@@ -317,9 +299,8 @@ def check_score_bytes(fn, cases: Sequence[Mapping] = SCORE_BYTES_CASES, visible:
     ``score_tib`` (:data:`check_score_tib`) or ``then`` (another such check: the capstone's, which checks its copy of
     the exercise here), that is checked too, a failure of both named in one message (:func:`~.exercise.every`)."""
     if score_tib is not _UNSET:
-        then = lambda: check_score_tib(score_tib)  # noqa: E731
-    count = _count("score_matrix_bytes", visible, _score_bytes, _part(None))
-    every(lambda: count(fn, cases), *([then] if then else []))
+        then = partial(check_score_tib, score_tib)
+    every(partial(_count("score_matrix_bytes", visible, _score_bytes, _part(None)), fn, cases), *filter(None, [then]))
 
 
 check_score_tib = Question((SEALED["lesson4/score_tib"],), builds_on=("score_matrix_bytes",))
@@ -328,21 +309,6 @@ the visible test checks it with ``check_score_bytes(fn, score_tib=...)``."""
 
 
 # --- 5. tiled attention ----------------------------------------------------------------------
-
-def update_case(case: Mapping):
-    """(state, scores_tile, v_tile): scores scaled by ``case["scale"]`` (large ones overflow exp
-    without the running maximum), some -inf (masked), each row with a visible score in the tile."""
-    g = torch.Generator().manual_seed(4000 + case["seed"])
-    batch, bq, bk, dv = tuple(case["batch"]), case["block_q"], case["block_k"], case["d_v"]
-    state = initial_state(batch, bq, dv)
-    if not case["first"]:  # a state after one earlier tile
-        state = online_softmax_update(state, torch.randn(*batch, bq, bk, generator=g) * case["scale"],
-                                      torch.randn(*batch, bk, dv, generator=g))
-    scores = torch.randn(*batch, bq, bk, generator=g) * case["scale"] + 2.0
-    hidden = torch.rand(*batch, bq, bk, generator=g) < 0.3
-    hidden[..., 0] = False  # one visible key per row
-    return state, scores.masked_fill(hidden, -math.inf), torch.randn(*batch, bk, dv, generator=g)
-
 
 def _update_mistakes(state, s, v) -> dict:  # in float32 as a learner's code runs: an overflow or NaN is its own
     (m, l, acc), m_new = state, torch.maximum(state.m, s.amax(-1))
@@ -363,14 +329,23 @@ def _update_words(got, expected) -> str:  # NaN, inf, -inf where a number should
 
 
 def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
-    """Check ``fn(m, l, acc, scores_tile, v_tile) -> (m, l, acc)`` against tiled_attention.online_softmax_update."""
+    """Check ``fn(m, l, acc, scores_tile, v_tile) -> (m, l, acc)`` against tiled_attention.online_softmax_update, on
+    tiles from the case's seed: scores scaled by its ``scale`` (large ones overflow exp without the running maximum),
+    some -inf (masked), each row with a visible score in the tile; the first tile or one after an earlier tile."""
     for case in cases:
-        state, s, v = update_case(case)
+        g = torch.Generator().manual_seed(4000 + case["seed"])
+        batch, bq, bk, dv = tuple(case["batch"]), case["block_q"], case["block_k"], case["d_v"]
+        state = initial_state(batch, bq, dv)
+        if not case["first"]:  # a state after one earlier tile
+            state = online_softmax_update(state, torch.randn(*batch, bq, bk, generator=g) * case["scale"],
+                                          torch.randn(*batch, bk, dv, generator=g))
+        scores = torch.randn(*batch, bq, bk, generator=g) * case["scale"] + 2.0
+        hidden = (torch.rand(*batch, bq, bk, generator=g) < 0.3) & (torch.arange(bk) > 0)  # key 0 visible in every row
+        s, v = scores.masked_fill(hidden, -math.inf), torch.randn(*batch, bk, dv, generator=g)
         what, shown, got = _try(fn, "softmax_update", case, UPDATE_CASES, {
             "batch": tuple(case["batch"]), **{k: case[k] for k in ("block_q", "block_k", "d_v")},
-            "first tile": case["first"], "scores up to": round(s.amax().item())},
-            state.m.clone(), state.l.clone(), state.acc.clone(), s.clone(), v.clone(), kinds=(
-            "the first tile" if case["first"] else "a later tile", "large scores" if abs(case["scale"]) > 10 else ""))
+            "first tile": case["first"], "scores up to": round(s.amax().item())}, *(t.clone() for t in (*state, s, v)),
+            kinds=("the first tile" if case["first"] else "a later tile", abs(case["scale"]) > 10 and "large scores"))
         if not isinstance(got, tuple) or len(got) != 3:
             raise CheckFailed(f"{what}: expected a tuple of three tensors (m, l, acc), got {type(got).__name__}" + (
                 f" of {len(got)}" if isinstance(got, (tuple, list)) else ""))  # a tensor's repr: lines of numbers
@@ -389,8 +364,7 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
     it never holds a tensor a quarter of the score matrix's size, in any dtype (course_lib.profiling, n = memory_n)."""
     words, near = HINTS["tiled"], partial(close, rtol=1e-4, atol=1e-4)
     for case in cases:
-        (q, k, v), causal, block = tiled_case(case), case["causal"], case["block"]
-        n, d = q.shape[-2], q.shape[-1]
+        (q, k, v), (n, d), causal, block = tiled_case(case), case["shape"][-2:], case["causal"], case["block"]
         what, shown, got = _try(
             fn, "my_tiled_attention", case, TILED_CASES, {"q.shape": tuple(q.shape), "causal": causal, "block": block},
             q.clone(), k.clone(), v.clone(), causal=causal, block=block, refuse=(_COURSE_LIB, _FUSED), kinds=(
@@ -401,10 +375,9 @@ def check_tiled_attention(fn, cases: Sequence[Mapping] = TILED_CASES, memory_n: 
         expected, full = att(is_causal=causal), n // block * block  # full: the rows and keys of the whole tiles
         short_keys = sees((j < full) & (j <= i if causal else True)) if n % block and full else None
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:  # before compare: rows unwritten, NaN
-            if short_keys is not None and not near(got, expected) and not near(got, short_keys):
-                for rows, key in ((expected, "short_queries"), (short_keys, "short_both")):
-                    if near(got[..., :full, :], rows[..., :full, :]):
-                        raise CheckFailed(f"{what} is not right: {words[key]}.")
+            if short_keys is not None and not near(got, expected) and not near(got, short_keys):  # rows before full
+                name_mistake(what, {f"{words[key]}.": near(got[..., :full, :], rows[..., :full, :]) for rows, key in (
+                    (expected, "short_queries"), (short_keys, "short_both"))})
             if torch.isnan(got).any():  # the reference has none
                 raise CheckFailed(f"{what}: {words['nan']}" + ("" if causal else f" {words['not_causal']}"))
         compare(got, expected, what=what, shown=shown, rtol=1e-4, atol=1e-4, record=(1e-4, 1e-4), tensor=True,
@@ -462,8 +435,8 @@ def _longest(d: int, L: int, h: int, n: int) -> dict:  # d_model, n_layers, n_he
                 "longest_input", macs=s + w, one_block=2 * (s + w) / L, causal_half=2 * (w + s * (n + 1) / (2 * n)),
                 no_scores=2 * w, times_heads=2 * (w + h * s))),
             "attention_share": (share, _named("longest_input", ratio=s / w, percentage=100 * share, rest=1 - share)),
-            "score_bytes_per_layer": (b, {**byte_mistakes, **_named("longest_input", fp32=2 * b, all_layers=b * L,
-                                                                    gib=b / GiB)})}
+            "score_bytes_per_layer": (b, byte_mistakes | _named("longest_input", fp32=2 * b, all_layers=b * L,
+                                                                gib=b / GiB))}
 
 
 _longest_input = _count("longest_input", RECAP_CASES, _longest, _part("block_flops", 1e-9, "block_macs"),
@@ -477,12 +450,11 @@ def check_longest_input(fn, cases: Sequence[Mapping] = RECAP_CASES, block_macs=N
     at a GPT-2-style model's longest input: forward FLOPs of all blocks with full score matrices (no output head), the
     scores' share of them, and the bytes of one layer's full 16-bit score matrices.  Given the learner's ``block_macs``
     and ``score_matrix_bytes`` (which ``fn`` may use), a failure on a case re-checks them first (:func:`blames`)."""
-    for case in cases:
-        n, d, h = case["n_tokens"], case["d_model"], case["n_heads"]
-        with blames(("block_macs", check_block_macs, block_macs, [dict(n_tokens=n, d_model=d)]),
-                    ("score_matrix_bytes", check_score_bytes, score_matrix_bytes,
-                     [dict(n_tokens=n, n_heads=h, bytes_per_number=BYTES_16BIT)])):
-            _longest_input(fn, [case])
+    for c in cases:  # each earlier answer re-checked on this case's sizes
+        with blames(("block_macs", check_block_macs, block_macs, [dict(n_tokens=c["n_tokens"], d_model=c["d_model"])]),
+                    ("score_matrix_bytes", check_score_bytes, score_matrix_bytes, [dict(
+                        n_tokens=c["n_tokens"], n_heads=c["n_heads"], bytes_per_number=BYTES_16BIT)])):
+            _longest_input(fn, [c])
 
 
 from ..tutor import announce as _announce  # noqa: E402
