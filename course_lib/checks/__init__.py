@@ -18,6 +18,7 @@ Answers the notebook must not reveal (test-yourself questions) are stored sealed
 """
 from __future__ import annotations
 
+import builtins
 import math
 import os
 import re
@@ -193,8 +194,7 @@ def as_tuple(result, n: int, what: str, names: str) -> tuple:
     """``result`` as a tuple of ``n`` values, else :class:`CheckFailed` saying what to return
     (``names``: the values in order, e.g. ``"total, active"``)."""
     if not isinstance(result, (tuple, list)) or len(result) != n:
-        raise CheckFailed(f"{what}: return {n} numbers, ({names}), "
-                          f"got {type(result).__name__} {result!r:.60}")
+        raise CheckFailed(f"{what}: return {n} numbers, ({names}), got {got_words(result, what)}")
     return tuple(result)
 
 
@@ -203,7 +203,7 @@ def as_keyed(result, keys, what: str) -> dict:
     keys it needs."""
     if not isinstance(result, Mapping):
         raise CheckFailed(f"{what}: return a dict with keys {', '.join(map(repr, keys))}, "
-                          f"got {type(result).__name__} {result!r:.60}")
+                          f"got {got_words(result, what)}")
     missing = [k for k in keys if k not in result]
     if missing:
         raise CheckFailed(f"{what}: the dict is missing {', '.join(map(repr, missing))} "
@@ -252,6 +252,24 @@ def on_hidden(name: str, *kinds: str) -> str:
     left out."""
     kinds = [k for k in kinds if k]
     return f"{name} on a hidden test's input" + (f" ({', '.join(kinds)})" if kinds else "")
+
+
+HIDDEN = on_hidden("")
+"""The words that mark a hidden test's label (``" on a hidden test's input"``)."""
+_TYPE_NAMES = frozenset({"Tensor", "Parameter", "ndarray", "float64", "float32", "float16", "int64", "int32",
+                         "int16", "int8", "uint8", "bool_"})
+"""numpy's and torch's types a message may name after a hidden test's label, beside the builtins."""
+
+
+def got_words(x, what: str, width: int = 60) -> str:
+    """A value the learner's code gave, as a message after ``what`` shows it: its type and the start of its
+    repr (``"str '12'"``; ``width`` 0: the type alone).  After a hidden test's label (:data:`HIDDEN`), the type
+    alone, named only if it is a builtin (``int``, ``ZeroDivisionError``), numpy's or torch's, else ``"another
+    type"``: a value, or a class, the learner's code built from the hidden input would show it."""
+    t = type(x)
+    if HIDDEN in what:
+        return t.__name__ if getattr(builtins, t.__name__, None) is t or t.__name__ in _TYPE_NAMES else "another type"
+    return f"{t.__name__} {x!r:.{width}}" if width else t.__name__
 
 
 def withheld(text: str) -> str:

@@ -25,15 +25,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
-from . import (CheckFailed, as_keyed, as_tuple, builds_on, check_close, check_equal, check_sealed,
-               check_value, is_shown, on_hidden, own_work, watch_calls, withheld)
+from . import (HIDDEN, CheckFailed, as_keyed, as_tuple, builds_on, check_close, check_equal, check_sealed,
+               check_value, got_words, is_shown, on_hidden, own_work, watch_calls, withheld)
 from .sealed import as_option
 
 RANDOM_TAG = "[random shape] "
 """How a label marks an input made at run time."""
 
-HIDDEN = on_hidden("")
-"""The words that mark a hidden test's label (``" on a hidden test's input"``)."""
 
 
 # --- labels ----------------------------------------------------------------------------------
@@ -96,8 +94,8 @@ def call(fn: Callable, label: str, *args, shown: bool = True, shortcuts: Mapping
     except Exception as e:  # noqa: BLE001 - the learner's code raised: say on which input
         if shown and not explain_errors:
             raise
-        raise CheckFailed(f"{label} raised {type(e).__name__}: {e if shown else withheld(e)}") \
-            from None
+        raise CheckFailed(f"{label} raised {got_words(e, label if shown else HIDDEN, 0)}: "
+                          f"{e if shown else withheld(e)}") from None
 
 
 def _shortcut_words(name: str, found: str) -> str:
@@ -166,7 +164,7 @@ def as_tensor(x, what: str, *, dtype=None):
     try:
         return torch.as_tensor(x, dtype=dtype)
     except (TypeError, ValueError, RuntimeError):
-        raise CheckFailed(f"{what}: expected a tensor, got {type(x).__name__} {x!r:.60}") \
+        raise CheckFailed(f"{what}: expected a tensor, got {got_words(x, what)}") \
             from None
 
 
@@ -198,7 +196,7 @@ def compare(got, expected, *, what: str, shown: bool = True, rtol: float = 1e-4,
     import torch
 
     if tensor and not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what}: expected a torch tensor, got {type(got).__name__}")
+        raise CheckFailed(f"{what}: expected a torch tensor, got {got_words(got, what if shown else HIDDEN, 0)}")
     g, e = as_tensor(got, what), as_tensor(expected, "expected")
     if g.shape != e.shape:
         raise CheckFailed(f"{what}: expected shape {tuple(e.shape)}" + (f" ({shape_words})" if shape_words else "")

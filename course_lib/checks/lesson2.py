@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import tasks
-from . import CheckFailed, _as_number, check_value, is_shown, on_hidden
+from . import CheckFailed, _as_number, check_value, got_words, is_shown, on_hidden
 from .exercise import RANDOM_TAG, Question, attempt, call, close, compare, exactly, name_mistake, read_choice
 from .hints import load as _load_hints, named
 from .sealed import load as _load_sealed
@@ -57,7 +57,7 @@ _try = partial(attempt, **_OWN)
 
 def _tensor(x, what: str):
     if not isinstance(x, torch.Tensor):
-        raise CheckFailed(f"{what}: return a torch tensor, got {type(x).__name__}")
+        raise CheckFailed(f"{what}: return a torch tensor, got {got_words(x, what, 0)}")
     return x.detach().to(torch.float64)
 
 
@@ -115,7 +115,7 @@ def check_attention(fn, cases: Sequence[Mapping] = (*ATTENTION_CASES, *RANDOM_AT
         label, shown, result = _try(fn, "attention", case, (ATTENTION_CASES, RANDOM_ATTENTION), text,
                                     [t.clone() for t in (q, k, v, mask) if t is not None], kinds=kinds)
         if not isinstance(result, (tuple, list)) or len(result) != 2:
-            raise CheckFailed(f"{label}: {H['two_tensors']}, got {type(result).__name__} {result!r:.60}")
+            raise CheckFailed(f"{label}: {H['two_tensors']}, got {got_words(result, label)}")
         out, weights = _tensor(result[0], f"{label}, out"), _tensor(result[1], f"{label}, weights")
         want_out, want_w = (*q.shape[:-1], v.shape[-1]), (*q.shape[:-1], k.shape[-2])
         if out.shape != want_out:
@@ -187,7 +187,7 @@ def check_causal_mask(fn, sizes: Sequence[int] = (*MASK_SIZES, *RANDOM_MASK_SIZE
     for n in sizes:
         label, shown, got = _try(fn, "causal_mask", n, (MASK_SIZES, RANDOM_MASK_SIZES), str(n), (n,))
         if not isinstance(got, torch.Tensor):
-            raise CheckFailed(f"{label}: {H['not_tensor']}, got {type(got).__name__}")
+            raise CheckFailed(f"{label}: {H['not_tensor']}, got {got_words(got, label, 0)}")
         if tuple(got.shape) != (n, n):
             raise CheckFailed(f"{label}: {H['shape']}" + (f"; got shape {tuple(got.shape)}" if shown else ""))
         if got.dtype != torch.bool:
@@ -266,11 +266,11 @@ def check_heads_above(fn, tables: Sequence = None) -> None:
         label, _, got = _try(fn, "heads_above", number, ((0,), (1,)), f"scores {tuple(scores.shape)}, "
                              f"threshold={threshold}", (scores.clone(), threshold), shown=tables is None)
         if not isinstance(got, list):
-            raise CheckFailed(f"{label}: {H['pairs']}, got {type(got).__name__}")
+            raise CheckFailed(f"{label}: {H['pairs']}, got {got_words(got, label, 0)}")
         try:
             got = [(int(layer), int(head)) for layer, head in got]
         except (TypeError, ValueError):
-            raise CheckFailed(f"{label}: {H['pairs']} of ints, got {got!r:.80}") from None
+            raise CheckFailed(f"{label}: {H['pairs']} of ints, got {got_words(got, label, 80)}") from None
         expected, (n_layers, n_heads), flat = heads_above_reference(scores, threshold), scores.shape, scores.flatten()
         by_layers = [divmod(i, n_layers) for i in flat.argsort(descending=True).tolist() if flat[i] > threshold]
         side = "many" if len(got) > len(expected) else "few"

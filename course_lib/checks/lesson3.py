@@ -16,7 +16,7 @@ from ..compression import chain_task, load_chain_model, neuron_scores, prune_fee
 from ..params import block_params
 from ..shapes import gpt2_shape, llama_shape
 from ..tiny_gpt import TinyGPT
-from . import CheckFailed, check_close, check_sealed, check_value, heads_kind
+from . import HIDDEN, CheckFailed, check_close, check_sealed, check_value, got_words, heads_kind
 from .exercise import RANDOM_TAG  # noqa: F401 - the tests read it here
 from .exercise import Exercise, Inputs, Part, Question, attempt, close, compare, name_mistake, sealed_picks
 from .hints import load as _load_hints, named as _named
@@ -151,7 +151,7 @@ def check_stream_parts(fn, blocks: Sequence[Mapping] = (*STREAM_BLOCKS, *RANDOM_
             label, shown, result = attempt(fn, "stream_parts", spec, (STREAM_BLOCKS, RANDOM_STREAM_BLOCKS),
                                            f"block with {_describe(spec)}, x", (block, x), kinds=_block_kind(spec),
                                            forbidden={TransformerBlock.run: h["calls_block"]}, advice=h["advice"])
-            _first("stream_parts", label, dict(got=type(result).__name__),
+            _first("stream_parts", label, dict(got=got_words(result, label, 0)),
                    two_tensors=not isinstance(result, (tuple, list)) or len(result) != 2)
             a = block.attn(block.norm_1(x))
             m = block.mlp(block.norm_2(x + a))
@@ -216,7 +216,7 @@ def check_no_op(fn, blocks: Sequence[Mapping] = (*NO_OP_BLOCKS, *RANDOM_NO_OP_BL
             fn, "make_no_op", spec, (NO_OP_BLOCKS, RANDOM_NO_OP_BLOCKS), f"block with {_describe(spec)}", (block,),
             kinds=_block_kind(spec), advice=H["no_op"]["advice"],
             forbidden={TransformerBlock.zero_output_projections: "block.zero_output_projections"})
-        _first("no_op", label, dict(got=type(result).__name__), in_place=result is not block)
+        _first("no_op", label, dict(got=got_words(result, label, 0)), in_place=result is not block)
         after = dict(block.named_parameters())
         outputs, zero = [n for n in _OUTPUTS if n in after], {n for n, p in after.items() if not p.detach().any()}
         extra = sorted(n for n in after if n not in outputs and not torch.equal(before[n], after[n].detach()))
@@ -357,7 +357,8 @@ def check_compression_report(fn, cases: Sequence[Mapping] = (*REPORT_CASES, *RAN
                                     (original, compressed, task), kinds=(_HOW[case["how"]],))
         if not isinstance(got, Mapping) or any(k not in got for k in REPORT_KEYS):
             raise CheckFailed(f"{label}: return a dict with keys {', '.join(map(repr, REPORT_KEYS))}, got " + (
-                f"the keys {sorted(map(str, got))}" if isinstance(got, Mapping) else type(got).__name__))
+                f"the keys {sorted(map(str, got))}" if isinstance(got, Mapping) and HIDDEN not in label
+                else got_words(got, label, 0)))
         (a0, f0), (a1, f1) = ((size(m, "attn"), size(m, "mlp")) for m in (original, compressed))
         whole = a0 - a1 + f0 - f1
         for part, cut, left in (("attention", a0 - a1, a1), ("feed_forward", f0 - f1, f1)):

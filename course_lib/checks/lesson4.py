@@ -21,7 +21,7 @@ from ..profiling import measure_peak_extra_memory
 from ..shapes import gpt2_shape
 from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
-from . import CheckFailed, check_choice, check_close, is_shown, watch_calls
+from . import CheckFailed, check_choice, check_close, got_words, is_shown, watch_calls
 from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, Question, attempt, blames, call,  # noqa: F401 - tests
                        close, compare, every, label, merged, name_mistake, sealed_picks)
 from .hints import load as _load_hints, words
@@ -146,7 +146,7 @@ def check_commutes(fn, cases: Sequence[Mapping] = PERMUTATION_CASES) -> None:
         if (expected := diff < 1e-4) == bool(kind):  # the check's own premise failed
             raise RuntimeError(f"{what}: max difference {diff:.2e} contradicts the block's kind")
         if not isinstance(got, bool):
-            raise CheckFailed(f"{what}: {words['not_bool']}, got {type(got).__name__} {got!r:.60}")
+            raise CheckFailed(f"{what}: {words['not_bool']}, got {got_words(got, what)}")
         if got != expected:
             raise CheckFailed(f"{what} " + (words["sees_order"].format(kind=kind) if kind else words["blind"]))
         check_choice(got, expected, what=what, choices=(True, False))
@@ -230,7 +230,7 @@ def check_rotary_score(fn, cases: Sequence[Mapping] = ROTARY_SCORE_CASES) -> Non
         def score(m, n):
             x = call(fn, what, q.clone(), k.clone(), m, n, shown=shown, explain_errors=True, refuse=(_COURSE_LIB,))
             if not isinstance(x, float):  # the text asks for a Python float (a numpy float64 is one)
-                raise CheckFailed(f"{what}: expected a Python float, got {type(x).__name__} {x!r:.60}" + (
+                raise CheckFailed(f"{what}: expected a Python float, got {got_words(x, what)}" + (
                     f"; {HINTS['rotary_score']['tensor']}" if isinstance(x, torch.Tensor) else ""))
             if not math.isfinite(x := float(x)):
                 raise CheckFailed(f"{what}: got {x}, which is not a finite number")
@@ -347,7 +347,8 @@ def check_softmax_update(fn, cases: Sequence[Mapping] = UPDATE_CASES) -> None:
             "first tile": case["first"], "scores up to": round(s.amax().item())}, *(t.clone() for t in (*state, s, v)),
             kinds=("the first tile" if case["first"] else "a later tile", abs(case["scale"]) > 10 and "large scores"))
         if not isinstance(got, tuple) or len(got) != 3:
-            raise CheckFailed(f"{what}: expected a tuple of three tensors (m, l, acc), got {type(got).__name__}" + (
+            raise CheckFailed(f"{what}: expected a tuple of three tensors (m, l, acc), "
+                              f"got {got_words(got, what, 0)}" + (
                 f" of {len(got)}" if isinstance(got, (tuple, list)) else ""))  # a tensor's repr: lines of numbers
         for name, g, e in zip(("m", "l", "acc"), got, online_softmax_update(state, s, v)):
             compare(g, e, what=f"{what}, {name}", shown=shown, rtol=1e-5, atol=1e-5, record=(1e-5, 1e-5),

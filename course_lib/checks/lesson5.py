@@ -15,7 +15,7 @@ from ..memory import kv_cache_bytes_per_sequence, requests_that_fit
 from ..params import count_params
 from ..shapes import gpt2_shape, llama_shape
 from ..units import ACCELERATORS, GB, GiB  # noqa: F401 (ACCELERATORS: the lesson's table)
-from . import CheckFailed, builds_on, check_close, check_value, heads_kind, is_shown, on_hidden
+from . import CheckFailed, builds_on, check_close, check_value, got_words, heads_kind, is_shown, on_hidden
 from .exercise import RANDOM_TAG, Exercise, Inputs, Part, Question, attempt, call, dtype_name, merged
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
@@ -117,7 +117,7 @@ def _check_generate_case(fn, case: Mapping) -> None:
         steps()
         raise
     if not isinstance(got, torch.Tensor):
-        fail("not_tensor", type=type(got).__name__)
+        fail("not_tensor", type=got_words(got, what, 0))
     if got.dtype.is_floating_point or got.dtype.is_complex or got.dtype == torch.bool:
         fail("not_integer", dtype=got.dtype)
     width = got.shape[1] if got.dim() == 2 and got.shape[0] == b else None  # None: a wrong shape

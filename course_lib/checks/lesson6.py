@@ -19,7 +19,8 @@ from ..params import (attention_params_per_layer, count_params, feed_forward_par
                       mlp_params, norm_params, router_params_per_layer)
 from ..shapes import ModelShape, llama_shape
 from ..units import GB, GiB
-from . import CheckFailed, as_keyed, as_tuple, builds_on, check_value, heads_kind, is_shown, on_hidden
+from . import (HIDDEN, CheckFailed, as_keyed, as_tuple, builds_on, check_value, got_words, heads_kind, is_shown,
+               on_hidden)
 from .exercise import (RANDOM_TAG, Question, attempt, call, compare, dtype_name as _dtype, exactly,  # noqa: F401
                        merged, name_mistake, requires)  # RANDOM_TAG: for the tests
 from .hints import load as _load_hints, words
@@ -98,7 +99,8 @@ def _check(fn, name, s, case, cases, args, returns, *parts, kinds=(), text="", b
                     dtype := str(getattr(x, "dtype", "")).split(".")[-1]).startswith(("int", "uint"))):
                 kind = type(x).__name__ if isinstance(x, numbers.Real) else f"a {dtype} {type(x).__name__.lower()}"
                 raise CheckFailed(HINTS["types"]["int"].format(what=part, why=HINTS["types"][counts],
-                                                               got=f"{kind} {x!r:.40}"))
+                                                               got=got_words(x, part, 0) if HIDDEN in part
+                                                               else f"{kind} {x!r:.40}"))
     return what, got
 
 
@@ -206,8 +208,8 @@ def _sizes(s: ModelShape, b=BYTES_16BIT, dense: bool = False) -> dict:
 
 def check_kv_bytes_per_token(fn, cards: Sequence = KV_TOKEN_CARDS,
                              bytes_per_number: Sequence = KV_TOKEN_BYTES) -> None:
-    """Check ``fn(s, bytes_per_number) -> bytes`` one token adds to the KV cache, 2 × n_layers × n_kv_heads × d_head ×
-    bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
+    """Check ``fn(s, bytes_per_number) -> bytes`` one token adds to the KV cache, 2 × n_layers × n_kv_heads ×
+    d_head × bytes_per_number, against ``memory.kv_cache_bytes_per_token``."""
     for card, b in product(cards, bytes_per_number):
         s = as_shape(card, plain=True)
         _check(fn, "kv_bytes_per_token", s, (card, b), ([*product(KV_TOKEN_CARDS, KV_TOKEN_BYTES)], ()), (s, b), None,
@@ -275,7 +277,7 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
             expected = active_params_per_token(layer, layer.run(x).routing)
         size, dtype = tuple(getattr(active, "shape", ())), str(getattr(active, "dtype", "")).split(".")[-1]
         name_mistake(f"{what}[1]", {HINTS["types"][key].format(
-            shape=f"(batch, pos) = {tuple(x.shape[:-1])}" if shown else "(batch, pos)", got=type(active).__name__,
+            shape=f"(batch, pos) = {tuple(x.shape[:-1])}" if shown else "(batch, pos)", got=got_words(active, what, 0),
             dtype=dtype, size=f"shape {size}" if shown else "another shape"): wrong for key, wrong in (
             ("active_tensor", not isinstance(active, torch.Tensor)),  # the exercise asks for an integer tensor
             ("active_dtype", lambda: active.is_floating_point() or active.is_complex() or active.dtype == torch.bool),

@@ -116,14 +116,17 @@ def is_number(x) -> bool:
 
 def as_number(x, what: str, whole: bool = False):
     """``x`` (a Python, numpy or torch real scalar) as a Python number, else ValueError with the words a learner
-    reads: not a number (a bool is not), not finite, or (``whole``) not a whole number."""
+    reads: not a number (a bool is not), not finite, or (``whole``) not a whole number; after a hidden test's
+    label ``what``, without the value (:func:`~course_lib.checks.got_words`)."""
+    from . import HIDDEN, got_words
+
     if not is_number(x):
-        raise ValueError(f"{what}: expected a number, got {type(x).__name__} {x!r:.60}")
+        raise ValueError(f"{what}: expected a number, got {got_words(x, what)}")
     x = x.item() if hasattr(x, "item") else x
     if isinstance(x, float) and not math.isfinite(x):
         raise ValueError(f"{what}: got {x}, which is not a finite number")
     if whole and not float(x).is_integer():
-        raise ValueError(f"{what}: expected a whole number, got {x!r}")
+        raise ValueError(f"{what}: expected a whole number, got {'a fraction' if HIDDEN in what else repr(x)}")
     return x
 
 
