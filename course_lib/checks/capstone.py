@@ -28,9 +28,8 @@ from .hints import load as _load_hints, words
 from .lesson4 import _UNSET, RANDOM_CASES, check_score_bytes
 from .sealed import as_option, load as _load_sealed
 
-SEALED, HINTS = _load_sealed("capstone"), _load_hints("capstone")
+SEALED, HINTS, _words = _load_sealed("capstone"), _load_hints("capstone"), words("capstone")
 """This assignment's sealed answers by salt, and the words of its named mistakes."""
-_words = words("capstone")
 FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma",  # six of 2023-24, five of 2025-26
             "qwen3", "qwen3_moe", "gemma3_text", "deepseek_v2", "deepseek_v3")
 """The ``model_type`` values ``size_card`` must read; SHIPPED: every shipped card of them."""
@@ -96,12 +95,15 @@ RECAP_SEALS = {n: (SEALED[f"capstone/recap/{n}/idea"], SEALED[f"capstone/recap/{
 """Lesson -> sealed (idea letter, question letter), with the usual confusions' hints."""
 
 
+READING = [(partial(watch_calls, files={"cards.py": None, "shapes.py": {"kv_cache_width", "sliding_layers"}}),
+            HINTS["reading"]["card_reader"])]
+"""What the learner's reading of a card may not call: ``course_lib.cards``, a shape's ``kv_cache_width`` or
+``sliding_layers`` (reading keys is the answer), even if that code then raised (a CardError is not theirs)."""
+
+
 def own_reading(fn: Callable, *args, **kwargs):
-    """``fn(*args, **kwargs)`` through :func:`~course_lib.checks.own_work` (no counters); CheckFailed if it
-    called ``course_lib.cards`` or a shape's ``kv_cache_width`` or ``sliding_layers`` (reading keys is the answer),
-    even if that code then raised (a CardError is not the learner's)."""
-    return own_work(fn, *args, refuse=[(partial(watch_calls, files={"cards.py": None, "shapes.py": {
-        "kv_cache_width", "sliding_layers"}}), HINTS["reading"]["card_reader"])], **kwargs)
+    """``fn(*args, **kwargs)`` through :func:`~course_lib.checks.own_work` (no counters), refusing :data:`READING`."""
+    return own_work(fn, *args, refuse=READING, **kwargs)
 
 
 def expected_size(config: Mapping, context: int, gpu_memory_bytes: int, dtype: str = "bf16") -> dict:
@@ -133,14 +135,12 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     one value named together.  One equal to the answer is ignored, so a slip gets a condition only where,
     on a card that cannot make it, it would give another value (or could not be computed)."""
     s = shape_from_config(dict(config))
-    c, b, mem, mla, gpt2 = count_params(s), dtype_bytes(dtype), gpu_memory_bytes, s.mla is not None, \
-        s.model_type == "gpt2"
-    L, H, KV, d, moe_L, E, tied, sw = s.n_layers, s.n_heads, s.n_kv_heads, s.d_model, s.moe_layers, s.n_experts, \
-        s.tied_embeddings, s.sliding_window
+    c, b, mem, tied, sw = count_params(s), dtype_bytes(dtype), gpu_memory_bytes, s.tied_embeddings, s.sliding_window
+    L, H, KV, d, moe_L, E, T = s.n_layers, s.n_heads, s.n_kv_heads, s.d_model, s.moe_layers, s.n_experts, c.total
+    mla, gpt2, qwen2 = s.mla is not None, s.model_type == "gpt2", s.model_type == "qwen2"
+    plain, glu = not gpt2 and not mla, s.mlp in ("swiglu", "geglu")
     head, wb, tok = s.d_vocab * d, weight_bytes(s, dtype), kv_cache_bytes_per_token(s, dtype)
-    seq, shared = kv_cache_bytes_per_sequence(s, context, dtype), mlp_params(s, s.shared_width) if s.n_shared_experts \
-        else 0
-    plain, q_width = not gpt2 and not mla, H * s.d_head
+    seq, shared = kv_cache_bytes_per_sequence(s, context, dtype), mlp_params(s, s.shared_width)
 
     def fit(weights, per_request, memory=mem):
         return 0 if memory <= weights else int((memory - weights) // per_request)
@@ -159,28 +159,24 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     hd_total, hd_cache, hd_requests = (count_params(s.with_(d_head=alt)).total, 2 * L * KV * alt * b,
                                        fit(wb, seq * alt // s.d_head)) if alt else (None, None, None)
     total = _words(
-        "size_card", tied=c.total + head if tied else None, untied=None if tied else c.total - head,
-        active_count=c.active, routers=c.total - moe_L * d * E, shared=c.total - moe_L * shared,
-        dense_first=count_params(s.with_(n_dense_layers=0, d_ff_dense=None)).total,
-        qk_norm=c.total - 2 * L * s.d_head if s.qk_norm == "head" else None,
-        four_norms=c.total - 2 * L * d if s.norms_per_block == 4 else None, **{hd("head_dim"): hd_total},
-        kv_heads=count_params(s.with_(n_kv_heads=H)).total,
-        qkv_bias=c.total - L * (H + 2 * KV) * s.d_head if s.model_type == "qwen2" else None,
-        positions=c.total - s.n_ctx * d if s.positions == "learned" else None,
-        gpt2_mlp_bias=c.total - L * (s.d_ff + d) if gpt2 else None,
-        gpt2_attn_bias=c.total - L * 4 * d if gpt2 else None,
-        gated=c.total - d * (moe_L * (E * s.d_ff + s.shared_width) + (L - moe_L) * (s.d_ff_dense or s.d_ff))
-        if s.mlp in ("swiglu", "geglu") else None, n_inner=count_params(s.with_(d_ff=d)).total if gpt2 else None,
-        final_norm=c.total - c.norms // (s.norms_per_block * L + 1), norms=c.total - c.norms,
-        layer_norm_bias=c.total - (2 * L + 1) * d if gpt2 else None,
-        latent_norms=c.total - L * s.mla.kv_lora_rank if mla else None,
-        query_latent_norm=c.total - L * s.mla.q_lora_rank if mla and s.mla.q_lora_rank else None,
-        q_width=c.total + 2 * L * d * (d - q_width) if plain else None,
-        mlp_bias=c.total + L * (2 * s.d_ff + d) if plain and s.mlp in ("swiglu", "geglu") and not s.is_moe else None,
-        attn_bias=c.total + L * ((H + 2 * KV) * s.d_head * (s.model_type != "qwen2") + d) if plain else None)
-    active = _words("size_card", every_expert=c.total, router_too=c.active - moe_L * d * E,
+        "size_card", tied=T + head if tied else None, untied=None if tied else T - head, active_count=c.active,
+        routers=T - moe_L * d * E, shared=T - moe_L * shared, dense_first=count_params(s.with_(
+            n_dense_layers=0, d_ff_dense=None)).total, qk_norm=T - 2 * L * s.d_head if s.qk_norm == "head" else None,
+        four_norms=T - 2 * L * d if s.norms_per_block == 4 else None, **{hd("head_dim"): hd_total},
+        kv_heads=count_params(s.with_(n_kv_heads=H)).total, qkv_bias=T - L * (H + 2 * KV) * s.d_head if qwen2 else None,
+        positions=T - s.n_ctx * d if s.positions == "learned" else None,
+        gpt2_mlp_bias=T - L * (s.d_ff + d) if gpt2 else None, gpt2_attn_bias=T - L * 4 * d if gpt2 else None,
+        gated=T - d * (moe_L * (E * s.d_ff + s.shared_width) + (L - moe_L) * (s.d_ff_dense or s.d_ff)) if glu else None,
+        n_inner=count_params(s.with_(d_ff=d)).total if gpt2 else None,
+        final_norm=T - c.norms // (s.norms_per_block * L + 1), norms=T - c.norms,
+        layer_norm_bias=T - (2 * L + 1) * d if gpt2 else None, latent_norms=T - L * s.mla.kv_lora_rank if mla else None,
+        query_latent_norm=T - L * s.mla.q_lora_rank if mla and s.mla.q_lora_rank else None,
+        q_width=T + 2 * L * d * (d - H * s.d_head) if plain else None,
+        mlp_bias=T + L * (2 * s.d_ff + d) if plain and glu and not s.is_moe else None,
+        attn_bias=T + L * ((H + 2 * KV) * s.d_head * (not qwen2) + d) if plain else None)
+    active = _words("size_card", every_expert=T, router_too=c.active - moe_L * d * E,
                     only_experts=moe_L * s.n_experts_per_tok * mlp_params(s), shared_active=c.active - moe_L * shared) \
-        if s.is_moe else {**total, **_words("size_card", dense_active=c.total - c.embedding)}
+        if s.is_moe else {**total, **_words("size_card", dense_active=T - c.embedding)}
     per_token = _words(
         "size_card", latent_pair=2 * tok if mla else None, bytes_16=tok * 2 / b, bytes_32=tok * 4 / b,
         cache_gqa=tok * H // KV, key_and_value=tok / 2, bits=tok * 8, one_layer=tok / L, per_request=seq,
@@ -189,13 +185,13 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     requests = _words(
         "size_card", memory_gib=fit(wb, seq, mem * GiB // GB), weights_first=fit(0, seq), round_down=fit(wb, seq) + 1,
         requests_gqa=fit(wb, seq * H // KV), window=fit(wb, tok * context),
-        global_layers=fit(wb, tok * sw) if sw and context > sw and s.sliding_layers < L else None,
+        global_layers=fit(wb, tok * sw) if sw and context > sw else None,
         by_total=fit(math.ceil(c.active * b), seq), shared_weights=fit(wb - moe_L * shared * b, seq),
         requests_latent=fit(wb, 2 * H * s.d_head * seq // s.kv_cache_width) if mla else None,
         tied_once=fit(wb + head * b, seq) if tied else None, **{hd("requests_head_dim"): hd_requests},
-        window_short=slide(s.sliding_layers, sw) if sw and context < sw else None,
+        window_short=slide(s.sliding_layers, sw) if sw else None,
         layer_types_ignored=slide(L - L // p) if gemma3 and types else None,
-        pattern_offset=slide(L - math.ceil(L / p)) if gemma3 and not types and math.ceil(L / p) != L // p else None,
+        pattern_offset=slide(L - math.ceil(L / p)) if gemma3 and not types else None,
         pattern_inverted=slide(L // p) if gemma3 and not types else None)
     found = dict(zip(SIZE_KEYS, (total, active, per_token, requests)))
     if config.get("num_key_value_heads", 0) is None:  # a null read as absent: the family's default
@@ -239,18 +235,19 @@ def _count(got, expected, what: str, mistakes: Mapping, rel: float = 0.0) -> Non
                           f"got {type(got).__name__} {got!r:.40}")
 
 
-def check_size_card(fn, cards=None, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
+def check_size_card(fn, cards=None, scenarios: Sequence[Mapping] = (SCENARIO,), explain_errors: bool = False) -> None:
     """``fn(config, context, gpu_memory_bytes, dtype) -> {total_params, active_params,
     kv_cache_bytes_per_token, requests_that_fit}``, ints, exact, on every card (shipped names or
     ``{name: config}``) and scenario (default: :data:`VISIBLE_CASES`); ``fn`` gets a copy of
-    each config, via :func:`own_reading`."""
+    each config, refused :data:`READING`; ``explain_errors``: an error it raises fails too (a later check's blame)."""
     for group, scs in VISIBLE_CASES if cards is None else ((cards, scenarios),):
         configs, args = _cases(group, scs)
         for (name, cfg), (sc, a) in product(configs.items(), zip(scs, args)):
             what = _label("size_card", name, *a, shown=(name, cfg, dict(sc)) in _VISIBLE,
                           kinds=_card_kind(cfg, not isinstance(group, Mapping)))
             try:
-                got = as_keyed(own_reading(fn, copy.deepcopy(cfg), *a), SIZE_KEYS, what)
+                got = as_keyed(call(fn, what, copy.deepcopy(cfg), *a, refuse=READING, explain_errors=explain_errors),
+                               SIZE_KEYS, what)
             except TypeError as e:  # a null taken for its key's default: say so
                 if "NoneType" not in str(e) or not (nulls := [k for k in NULL_KEYS if k in cfg and cfg[k] is None]):
                     raise
@@ -281,13 +278,7 @@ def check_unknown_family(fn) -> None:
             from None
 
 
-def _size_card_right(fn, cards, scenarios) -> None:
-    try:
-        check_size_card(fn, cards, scenarios)
-    except (CheckFailed, NotImplementedError):
-        raise
-    except Exception:  # noqa: BLE001 - the learner's size_card raised here: it is not right
-        raise CheckFailed("size_card raised") from None
+_size_card_right = partial(check_size_card, explain_errors=True)  # a later check's blame
 
 
 def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
