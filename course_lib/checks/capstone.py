@@ -16,6 +16,8 @@ from functools import partial
 from itertools import product
 from typing import Callable, Mapping, Sequence
 
+import torch
+
 from .. import units
 from ..cards import card_config, card_names, shape_from_config
 from ..memory import kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, requests_that_fit, weight_bytes
@@ -201,11 +203,10 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     return {key: merged(found[key]) for key in SIZE_KEYS}
 
 
-def _label(fn_name: str, what: str, context: int, memory: int, dtype: str, *, shown: bool = True, kinds=()) -> str:
+def _label(fn_name: str, what: str, context: int, memory: int, dtype: str, **shown_kinds) -> str:
     """A shown call: ``size_card(<gpt2>, context=32,768, gpu_memory_bytes=141 GB, dtype='bf16')``; else its kinds."""
     mem = next((f"{memory // u} {w}" for u, w in ((GiB, "GiB"), (GB, "GB")) if memory % u == 0), f"{memory:,} bytes")
-    return label(fn_name, f"<{what}>, context={context:,}, gpu_memory_bytes={mem}, dtype={dtype!r}", shown=shown,
-                 kinds=kinds)
+    return label(fn_name, f"<{what}>, context={context:,}, gpu_memory_bytes={mem}, dtype={dtype!r}", **shown_kinds)
 
 
 def _card_kind(config: Mapping, shipped: bool) -> tuple:
@@ -228,7 +229,6 @@ _VISIBLE = [(n, c, sc) for cards, scs in VISIBLE_CASES for n, c in _cases(cards,
 
 
 def _count(got, expected, what: str, mistakes: Mapping, rel: float = 0.0) -> None:
-    """:func:`check_value`, then the type: an int if exact (``rel`` 0), else a float or an int (a tensor is neither)."""
     check_value(got, expected, what=what, rel=rel, integer=not rel, mistakes=mistakes)
     if not isinstance(got, numbers.Real if rel else numbers.Integral) or isinstance(got, bool):
         raise CheckFailed(f"{what}: expected {HINTS['reading']['float' if rel else 'int']}, "
@@ -251,10 +251,9 @@ def check_size_card(fn, cards=None, scenarios: Sequence[Mapping] = (SCENARIO,), 
             except TypeError as e:  # a null taken for its key's default: say so
                 if "NoneType" not in str(e) or not (nulls := [k for k in NULL_KEYS if k in cfg and cfg[k] is None]):
                     raise
+                kv = f" ({HINTS['size_card']['null_kv']})" if "num_key_value_heads" in nulls else ""
                 raise CheckFailed(f"{what} raised TypeError ({e if HIDDEN not in what else withheld(e)}): "
-                                  + HINTS["size_card"]["null"].format(keys=", ".join(nulls))
-                                  + (f" ({HINTS['size_card']['null_kv']})" if "num_key_value_heads" in nulls
-                                     else "")) from None
+                                  + HINTS["size_card"]["null"].format(keys=", ".join(nulls)) + kv) from None
             expected, mistakes = expected_size(cfg, *a), size_mistakes(cfg, *a)
             for key in SIZE_KEYS:
                 _count(got[key], expected[key], f"{what}[{key!r}]", mistakes[key])
@@ -346,8 +345,6 @@ check_flash_tib = Question((SEALED["capstone/flash_tib"],))
 def copy_eval_losses(period: int = COPY_PERIOD):
     """Per-token losses (200, 31), in nats, of the shipped induction model on ``repeated_tokens``
     of this period (seed :data:`COPY_SEED`): ``losses[:, i]`` is the loss of predicting token i + 1."""
-    import torch
-
     from ..tasks import repeated_tokens
     from ..training import load_induction_model, next_token_losses
     model, _ = load_induction_model()
@@ -361,7 +358,6 @@ def check_copy_losses(fn, periods: Sequence[int] = (COPY_PERIOD,), seeds: Sequen
     """``fn(losses, period) -> (mean loss of tokens 1 .. period, which nothing earlier predicts;
     mean loss of the copied tokens after them)``: ``losses[:, :period]`` and ``losses[:, period:]``,
     on the induction model's losses for each period and on a random tensor per seed."""
-    import torch
     model = "the induction model's losses"
     cases = [(copy_eval_losses(p), p, model) for p in periods] + [(torch.rand(
         3 + s % 5, 11 + s % 9, generator=torch.Generator().manual_seed(s)) * 5, 2 + s % (8 + s % 9),
