@@ -18,11 +18,10 @@ from typing import Callable, Mapping, Sequence
 
 import torch
 
-from .. import units
 from ..cards import card_config, card_names, shape_from_config
 from ..memory import kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, requests_that_fit, weight_bytes
 from ..params import count_params, mlp_params
-from ..units import GB, GiB, dtype_bytes
+from ..units import ACCELERATORS, GB, H100_SXM_BYTES, GiB, dtype_bytes
 from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_value, is_shown, own_work,
                watch_calls, withheld)
 from .exercise import HIDDEN, Question, blames, call, label, merged
@@ -37,7 +36,7 @@ FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma",  # six of 2
 """The ``model_type`` values ``size_card`` must read; SHIPPED: every shipped card of them."""
 SHIPPED = tuple(n for n in card_names() if card_config(n)["model_type"] in FAMILIES)
 SIZE_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "requests_that_fit")
-ACCELERATORS, ACCELERATOR, ACCELERATOR_BYTES = units.ACCELERATORS, "H200 SXM", units.H100_SXM_BYTES
+ACCELERATOR, ACCELERATOR_BYTES = "H200 SXM", H100_SXM_BYTES
 ACCELERATOR_MEMORY = ACCELERATORS[ACCELERATOR].memory_bytes
 """The scenario's H200: 141 × 10^9 bytes (course_lib/accelerators.json); ACCELERATOR_BYTES: an 80 GB H100 SXM."""
 SCENARIO = dict(context=32768, gpu_memory_bytes=ACCELERATOR_MEMORY, dtype="bf16")
@@ -49,7 +48,7 @@ VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Meta-Llama-3-8B", "Mistral-7B-v0.1", 
 """A shipped card per family (Llama: with and without grouped-query attention) and every candidate."""
 SHORT_SCENARIO = dict(context=400, gpu_memory_bytes=ACCELERATOR_BYTES, dtype="fp32")
 """The visible test's second scenario: requests shorter than every window, 32-bit, one 80 GB H100."""
-GQA_SCENARIO = dict(context=4096, gpu_memory_bytes=2 * units.H100_SXM_BYTES, dtype="bf16")
+GQA_SCENARIO = dict(context=4096, gpu_memory_bytes=2 * H100_SXM_BYTES, dtype="bf16")
 """Llama 2 70B at 4,096 positions on two H100 SXM of 80 × 10^9 bytes (course_lib.units)."""
 GQA_CARDS = {"Llama-2-70b-hf": card_config("Llama-2-70b-hf"),
              "Llama-2-70b-hf, 64 key/value heads": {**card_config("Llama-2-70b-hf"), "num_key_value_heads": 64}}
@@ -368,9 +367,8 @@ def check_copy_losses(fn, periods: Sequence[int] = (COPY_PERIOD,), seeds: Sequen
         right, early, late, row = ((float(x[..., :k].mean()), float(x[..., k:].mean())) for x, k in (
             (losses, p), (losses, p - 1), (losses, p + 1), (losses[0], p)))
         for i, name in enumerate(("[0], the unpredictable tokens", "[1], the copied tokens")):
-            _count(result[i], right[i], f"{what}{name}", _words(
-                "copy_losses", early=early[i], late=late[i], swapped=right[1 - i],
-                everything=float(losses.mean()), one_row=row[i]), rel=1e-5)
+            _count(result[i], right[i], f"{what}{name}", _words("copy_losses", early=early[i], late=late[i],
+                   swapped=right[1 - i], everything=float(losses.mean()), one_row=row[i]), rel=1e-5)
 
 
 FLASH_CASES = (FLASH_CASE, RANDOM_CASES["score_bytes"])
