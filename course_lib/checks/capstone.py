@@ -13,30 +13,30 @@ import math
 import numbers
 from contextlib import suppress
 from functools import partial
+from itertools import product
 from typing import Callable, Mapping, Sequence
 
-from .. import units
+import torch
+
 from ..cards import card_config, card_names, shape_from_config
 from ..memory import kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, requests_that_fit, weight_bytes
 from ..params import count_params, mlp_params
-from ..units import GB, GiB, dtype_bytes
-from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_sealed, check_value,
-               is_shown, on_hidden, own_work, watch_calls, withheld)
-from .exercise import HIDDEN, Question, blames, label, merged
+from ..units import ACCELERATORS, GB, H100_SXM_BYTES, GiB, dtype_bytes
+from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_value, is_shown, own_work,
+               watch_calls, withheld)
+from .exercise import HIDDEN, Question, blames, call, label, merged
 from .hints import load as _load_hints, words
 from .lesson4 import _UNSET, RANDOM_CASES, check_score_bytes
 from .sealed import as_option, load as _load_sealed
 
-SEALED, HINTS = _load_sealed("capstone"), _load_hints("capstone")
+SEALED, HINTS, _words = _load_sealed("capstone"), _load_hints("capstone"), words("capstone")
 """This assignment's sealed answers by salt, and the words of its named mistakes."""
-_words = words("capstone")
-"""``{words of the mistake: the value it gives}``, from hints/capstone.toml; None: not here."""
 FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma",  # six of 2023-24, five of 2025-26
             "qwen3", "qwen3_moe", "gemma3_text", "deepseek_v2", "deepseek_v3")
 """The ``model_type`` values ``size_card`` must read; SHIPPED: every shipped card of them."""
 SHIPPED = tuple(n for n in card_names() if card_config(n)["model_type"] in FAMILIES)
 SIZE_KEYS = ("total_params", "active_params", "kv_cache_bytes_per_token", "requests_that_fit")
-ACCELERATORS, ACCELERATOR, ACCELERATOR_BYTES = units.ACCELERATORS, "H200 SXM", units.H100_SXM_BYTES
+ACCELERATOR, ACCELERATOR_BYTES = "H200 SXM", H100_SXM_BYTES
 ACCELERATOR_MEMORY = ACCELERATORS[ACCELERATOR].memory_bytes
 """The scenario's H200: 141 × 10^9 bytes (course_lib/accelerators.json); ACCELERATOR_BYTES: an 80 GB H100 SXM."""
 SCENARIO = dict(context=32768, gpu_memory_bytes=ACCELERATOR_MEMORY, dtype="bf16")
@@ -48,7 +48,7 @@ VISIBLE_CARDS = ("gpt2", "Llama-2-7b-hf", "Meta-Llama-3-8B", "Mistral-7B-v0.1", 
 """A shipped card per family (Llama: with and without grouped-query attention) and every candidate."""
 SHORT_SCENARIO = dict(context=400, gpu_memory_bytes=ACCELERATOR_BYTES, dtype="fp32")
 """The visible test's second scenario: requests shorter than every window, 32-bit, one 80 GB H100."""
-GQA_SCENARIO = dict(context=4096, gpu_memory_bytes=2 * units.H100_SXM_BYTES, dtype="bf16")
+GQA_SCENARIO = dict(context=4096, gpu_memory_bytes=2 * H100_SXM_BYTES, dtype="bf16")
 """Llama 2 70B at 4,096 positions on two H100 SXM of 80 × 10^9 bytes (course_lib.units)."""
 GQA_CARDS = {"Llama-2-70b-hf": card_config("Llama-2-70b-hf"),
              "Llama-2-70b-hf, 64 key/value heads": {**card_config("Llama-2-70b-hf"), "num_key_value_heads": 64}}
@@ -92,17 +92,19 @@ RECAP_LESSONS = ("The shape of a transformer", "Attention", "The block", "Positi
                  "Generation and the KV cache", "Variants and the model card")
 """The module's six lessons, numbered 1 to 6; the recap table's ideas and questions, shuffled (hints/capstone.toml):"""
 RECAP_IDEAS, RECAP_QUESTIONS = HINTS["options"]["recap_ideas"], HINTS["options"]["recap_questions"]
-RECAP_SEALS = {n: (SEALED[f"capstone/recap/{n}/idea"], SEALED[f"capstone/recap/{n}/question"])
-               for n in range(1, 7)}
+RECAP_SEALS = {n: (SEALED[f"capstone/recap/{n}/idea"], SEALED[f"capstone/recap/{n}/question"]) for n in range(1, 7)}
 """Lesson -> sealed (idea letter, question letter), with the usual confusions' hints."""
 
 
+READING = [(partial(watch_calls, files={"cards.py": None, "shapes.py": {"kv_cache_width", "sliding_layers"}}),
+            HINTS["reading"]["card_reader"])]
+"""What the learner's reading of a card may not call: ``course_lib.cards``, a shape's ``kv_cache_width`` or
+``sliding_layers`` (reading keys is the answer), even if that code then raised (a CardError is not theirs)."""
+
+
 def own_reading(fn: Callable, *args, **kwargs):
-    """``fn(*args, **kwargs)`` through :func:`~course_lib.checks.own_work` (no counters); CheckFailed if it
-    called ``course_lib.cards`` or a shape's ``kv_cache_width`` or ``sliding_layers`` (reading keys is the answer),
-    even if that code then raised (a CardError is not the learner's)."""
-    return own_work(fn, *args, refuse=[(partial(watch_calls, files={"cards.py": None, "shapes.py": {
-        "kv_cache_width", "sliding_layers"}}), HINTS["reading"]["card_reader"])], **kwargs)
+    """``fn(*args, **kwargs)`` through :func:`~course_lib.checks.own_work` (no counters), refusing :data:`READING`."""
+    return own_work(fn, *args, refuse=READING, **kwargs)
 
 
 def expected_size(config: Mapping, context: int, gpu_memory_bytes: int, dtype: str = "bf16") -> dict:
@@ -130,87 +132,67 @@ def _alt_d_head(s) -> int | None:
 
 
 def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: str = "bf16") -> dict:
-    """``{key of SIZE_KEYS: {diagnosis: wrong value}}``: the usual slips on this card and
-    scenario, those of one value named together (one equal to the answer is ignored)."""
+    """``{key of SIZE_KEYS: {diagnosis: wrong value}}``: the usual slips on this card and scenario, those of
+    one value named together.  One equal to the answer is ignored, so a slip gets a condition only where,
+    on a card that cannot make it, it would give another value (or could not be computed)."""
     s = shape_from_config(dict(config))
-    c, b, alt, mem, mla, n_shared = count_params(s), dtype_bytes(dtype), _alt_d_head(s), gpu_memory_bytes, \
-        s.mla is not None, s.n_shared_experts
-    L, H, KV, d, moe_L, E, moe, tied = (s.n_layers, s.n_heads, s.n_kv_heads, s.d_model, s.moe_layers,
-                                        s.n_experts, s.is_moe, s.tied_embeddings)
+    c, b, mem, tied, sw = count_params(s), dtype_bytes(dtype), gpu_memory_bytes, s.tied_embeddings, s.sliding_window
+    L, H, KV, d, moe_L, E, T = s.n_layers, s.n_heads, s.n_kv_heads, s.d_model, s.moe_layers, s.n_experts, c.total
+    mla, gpt2, qwen2 = s.mla is not None, s.model_type == "gpt2", s.model_type == "qwen2"
+    plain, glu = not gpt2 and not mla, s.mlp in ("swiglu", "geglu")
     head, wb, tok = s.d_vocab * d, weight_bytes(s, dtype), kv_cache_bytes_per_token(s, dtype)
-    seq = kv_cache_bytes_per_sequence(s, context, dtype)
-    shared = mlp_params(s, s.shared_width) if n_shared else 0
-    window = s.sliding_window is not None and context > s.sliding_window
-    short = s.sliding_window is not None and context < s.sliding_window
-    plain, q_width, dense_gated = s.model_type != "gpt2" and not mla, H * s.d_head, s.mlp in ("swiglu", "geglu")
+    seq, shared = kv_cache_bytes_per_sequence(s, context, dtype), mlp_params(s, s.shared_width)
 
-    def fit(weights, per_request):
-        return 0 if mem <= weights else int((mem - weights) // per_request)
+    def fit(weights, per_request, memory=mem):
+        return 0 if memory <= weights else int((memory - weights) // per_request)
 
-    def slide(sliding: int, kept: int = min(context, s.sliding_window or context)) -> int:
+    def slide(sliding: int, kept: int = min(context, sw or context)) -> int:
         """The requests that fit if ``sliding`` layers keep ``kept`` tokens of a request, the others all."""
         return fit(wb, tok // L * ((L - sliding) * context + sliding * kept))
 
     # Gemma 3's layer pattern read wrong: a card's layer_types read by sliding_window_pattern; else the
     # global layers counted from layer 0, or the pattern the wrong way round
-    gemma3, types, p = s.model_type == "gemma3_text" and s.sliding_window, config.get("layer_types"), \
+    gemma3, types, p = s.model_type == "gemma3_text" and sw, config.get("layer_types"), \
         config.get("sliding_window_pattern") or 6
-
     # a d_head of hidden_size / num_attention_heads: head_dim set on the card and not read, or
     # absent and its family's default (section 1's table) not known
-    hd_set = config.get("head_dim") is not None
+    alt, hd = _alt_d_head(s), (lambda key: key if config.get("head_dim") is not None else "head_dim_default")
     hd_total, hd_cache, hd_requests = (count_params(s.with_(d_head=alt)).total, 2 * L * KV * alt * b,
                                        fit(wb, seq * alt // s.d_head)) if alt else (None, None, None)
-
     total = _words(
-        "size_card", tied=c.total + head if tied else None, untied=None if tied else c.total - head,
-        active_count=c.active if moe else None, routers=c.total - moe_L * d * E if moe else None,
-        shared=c.total - moe_L * shared if n_shared else None,
-        dense_first=count_params(s.with_(n_dense_layers=0, d_ff_dense=None)).total
-        if s.n_dense_layers else None,
-        qk_norm=c.total - 2 * L * s.d_head if s.qk_norm == "head" else None,
-        four_norms=c.total - 2 * L * d if s.norms_per_block == 4 else None,
-        head_dim=hd_total if hd_set else None, head_dim_default=None if hd_set else hd_total,
-        kv_heads=count_params(s.with_(n_kv_heads=H)).total if KV < H else None,
-        qkv_bias=c.total - L * (H + 2 * KV) * s.d_head if s.model_type == "qwen2" else None,
-        positions=c.total - s.n_ctx * d if s.positions == "learned" else None,
-        gpt2_mlp_bias=c.total - L * (s.d_ff + d) if s.model_type == "gpt2" else None,
-        gpt2_attn_bias=c.total - L * 4 * d if s.model_type == "gpt2" else None,
-        gated=c.total - d * (moe_L * (E * s.d_ff + s.shared_width) + (L - moe_L) * (s.d_ff_dense or s.d_ff))
-        if s.mlp in ("swiglu", "geglu") else None,
-        n_inner=count_params(s.with_(d_ff=d)).total if s.model_type == "gpt2" else None,
-        final_norm=c.total - c.norms // (s.norms_per_block * L + 1), norms=c.total - c.norms,
-        layer_norm_bias=c.total - (2 * L + 1) * d if s.model_type == "gpt2" else None,
-        latent_norms=c.total - L * s.mla.kv_lora_rank if mla else None,
-        query_latent_norm=c.total - L * s.mla.q_lora_rank if mla and s.mla.q_lora_rank else None,
-        q_width=c.total + 2 * L * d * (d - q_width) if plain and q_width != d else None,
-        mlp_bias=c.total + L * (2 * s.d_ff + d) if plain and dense_gated and not moe else None,
-        attn_bias=c.total + L * ((H + 2 * KV) * s.d_head * (s.model_type != "qwen2") + d) if plain else None)
-    active = _words("size_card", every_expert=c.total, router_too=c.active - moe_L * d * E,
-                    only_experts=moe_L * s.n_experts_per_tok * mlp_params(s),
-                    shared_active=c.active - moe_L * shared if n_shared else None) \
-        if moe else {**total, **_words("size_card", dense_active=c.total - c.embedding)}
+        "size_card", tied=T + head if tied else None, untied=None if tied else T - head, active_count=c.active,
+        routers=T - moe_L * d * E, shared=T - moe_L * shared, dense_first=count_params(s.with_(
+            n_dense_layers=0, d_ff_dense=None)).total, qk_norm=T - 2 * L * s.d_head if s.qk_norm == "head" else None,
+        four_norms=T - 2 * L * d if s.norms_per_block == 4 else None, **{hd("head_dim"): hd_total},
+        kv_heads=count_params(s.with_(n_kv_heads=H)).total, qkv_bias=T - L * (H + 2 * KV) * s.d_head if qwen2 else None,
+        positions=T - s.n_ctx * d if s.positions == "learned" else None,
+        gpt2_mlp_bias=T - L * (s.d_ff + d) if gpt2 else None, gpt2_attn_bias=T - L * 4 * d if gpt2 else None,
+        gated=T - d * (moe_L * (E * s.d_ff + s.shared_width) + (L - moe_L) * (s.d_ff_dense or s.d_ff)) if glu else None,
+        n_inner=count_params(s.with_(d_ff=d)).total if gpt2 else None,
+        final_norm=T - c.norms // (s.norms_per_block * L + 1), norms=T - c.norms,
+        layer_norm_bias=T - (2 * L + 1) * d if gpt2 else None, latent_norms=T - L * s.mla.kv_lora_rank if mla else None,
+        query_latent_norm=T - L * s.mla.q_lora_rank if mla and s.mla.q_lora_rank else None,
+        q_width=T + 2 * L * d * (d - H * s.d_head) if plain else None,
+        mlp_bias=T + L * (2 * s.d_ff + d) if plain and glu and not s.is_moe else None,
+        attn_bias=T + L * ((H + 2 * KV) * s.d_head * (not qwen2) + d) if plain else None)
+    active = _words("size_card", every_expert=T, router_too=c.active - moe_L * d * E,
+                    only_experts=moe_L * s.n_experts_per_tok * mlp_params(s), shared_active=c.active - moe_L * shared) \
+        if s.is_moe else {**total, **_words("size_card", dense_active=T - c.embedding)}
     per_token = _words(
-        "size_card", latent_pair=2 * tok if mla else None, bytes_16=tok * 2 / b if b != 2 else None,
-        bytes_32=tok * 4 / b if b != 4 else None,
-        cache_gqa=tok * H // KV, key_and_value=tok / 2, bits=tok * 8, one_layer=tok / L,
-        per_request=seq, times_context=tok * context, cache_head_dim=hd_cache if hd_set else None,
-        head_dim_default=None if hd_set else hd_cache,
-        latent=2 * L * H * s.d_head * b if mla else None,
-        rotary_key=L * s.mla.kv_lora_rank * b if mla else None)
+        "size_card", latent_pair=2 * tok if mla else None, bytes_16=tok * 2 / b, bytes_32=tok * 4 / b,
+        cache_gqa=tok * H // KV, key_and_value=tok / 2, bits=tok * 8, one_layer=tok / L, per_request=seq,
+        times_context=tok * context, **{hd("cache_head_dim"): hd_cache},
+        latent=2 * L * H * s.d_head * b if mla else None, rotary_key=L * s.mla.kv_lora_rank * b if mla else None)
     requests = _words(
-        "size_card", memory_gib=0 if mem * GiB // GB <= wb else int((mem * GiB // GB - wb) // seq),
-        weights_first=fit(0, seq), round_down=fit(wb, seq) + 1,
-        requests_gqa=fit(wb, seq * H // KV), window=fit(wb, tok * context) if window else None,
-        global_layers=fit(wb, tok * s.sliding_window) if window and s.sliding_layers < L else None,
-        by_total=fit(math.ceil(c.active * b), seq) if moe else None,
-        shared_weights=fit(wb - moe_L * shared * b, seq) if n_shared else None,
+        "size_card", memory_gib=fit(wb, seq, mem * GiB // GB), weights_first=fit(0, seq), round_down=fit(wb, seq) + 1,
+        requests_gqa=fit(wb, seq * H // KV), window=fit(wb, tok * context),
+        global_layers=fit(wb, tok * sw) if sw and context > sw else None,
+        by_total=fit(math.ceil(c.active * b), seq), shared_weights=fit(wb - moe_L * shared * b, seq),
         requests_latent=fit(wb, 2 * H * s.d_head * seq // s.kv_cache_width) if mla else None,
-        tied_once=fit(wb + head * b, seq) if tied else None,
-        requests_head_dim=hd_requests if hd_set else None, head_dim_default=None if hd_set else hd_requests,
-        window_short=slide(s.sliding_layers, s.sliding_window) if short else None,
+        tied_once=fit(wb + head * b, seq) if tied else None, **{hd("requests_head_dim"): hd_requests},
+        window_short=slide(s.sliding_layers, sw) if sw else None,
         layer_types_ignored=slide(L - L // p) if gemma3 and types else None,
-        pattern_offset=slide(L - math.ceil(L / p)) if gemma3 and not types and math.ceil(L / p) != L // p else None,
+        pattern_offset=slide(L - math.ceil(L / p)) if gemma3 and not types else None,
         pattern_inverted=slide(L // p) if gemma3 and not types else None)
     found = dict(zip(SIZE_KEYS, (total, active, per_token, requests)))
     if config.get("num_key_value_heads", 0) is None:  # a null read as absent: the family's default
@@ -220,21 +202,18 @@ def size_mistakes(config: Mapping, context: int, gpu_memory_bytes: int, dtype: s
     return {key: merged(found[key]) for key in SIZE_KEYS}
 
 
-def _label(fn_name: str, what: str, context: int, memory: int, dtype: str) -> str:
-    """A shown call: ``size_card(<gpt2>, context=32,768, gpu_memory_bytes=141 GB, dtype='bf16')``."""
+def _label(fn_name: str, what: str, context: int, memory: int, dtype: str, **shown_kinds) -> str:
+    """A shown call: ``size_card(<gpt2>, context=32,768, gpu_memory_bytes=141 GB, dtype='bf16')``; else its kinds."""
     mem = next((f"{memory // u} {w}" for u, w in ((GiB, "GiB"), (GB, "GB")) if memory % u == 0), f"{memory:,} bytes")
-    return label(fn_name, f"<{what}>, context={context:,}, gpu_memory_bytes={mem}, dtype={dtype!r}")
+    return label(fn_name, f"<{what}>, context={context:,}, gpu_memory_bytes={mem}, dtype={dtype!r}", **shown_kinds)
 
 
 def _card_kind(config: Mapping, shipped: bool) -> tuple:
     """A hidden test's card in words: shipped or not, its model_type, the features slips are about (no name, size)."""
-    kind = f"{'a shipped' if shipped else 'a hidden'} card of model_type {config.get('model_type')}"
-    try:
-        s = shape_from_config(dict(config))
-    except Exception:  # noqa: BLE001 - the kind is a courtesy; the check itself reports errors
-        return (kind,)
+    s = shape_from_config(dict(config))
     layers = "sliding and global layers" if 0 < s.sliding_layers < s.n_layers else "a sliding window"
-    return (kind, "a mixture of experts" if s.is_moe else "", "shared experts" if s.n_shared_experts else "",
+    return (f"{'a shipped' if shipped else 'a hidden'} card of model_type {config.get('model_type')}",
+            "a mixture of experts" if s.is_moe else "", "shared experts" if s.n_shared_experts else "",
             "latent attention" if s.mla is not None else "", "tied embeddings" if s.tied_embeddings else "",
             "head_dim set" if _alt_d_head(s) else "", layers if s.sliding_layers else "")
 
@@ -246,47 +225,37 @@ def _cases(cards, scenarios) -> tuple[dict, list]:
 
 
 _VISIBLE = [(n, c, sc) for cards, scs in VISIBLE_CASES for n, c in _cases(cards, ())[0].items() for sc in scs]
-"""The visible test's (name, config, scenario) triples: a message names these inputs."""
 
 
-def _count(got, expected: int, what: str, mistakes: Mapping) -> None:
-    check_value(got, expected, what=what, integer=True, mistakes=mistakes)
-    whole(got, what)
+def _count(got, expected, what: str, mistakes: Mapping, rel: float = 0.0) -> None:
+    check_value(got, expected, what=what, rel=rel, integer=not rel, mistakes=mistakes)
+    if not isinstance(got, numbers.Real if rel else numbers.Integral) or isinstance(got, bool):
+        raise CheckFailed(f"{what}: expected {HINTS['reading']['float' if rel else 'int']}, "
+                          f"got {type(got).__name__} {got!r:.40}")
 
 
-def whole(x, what: str, kind=numbers.Integral):
-    """``x`` if it is an int (``kind`` numbers.Real: a float, or an int), Python or numpy, else
-    CheckFailed naming the type expected and the type given (a tensor is neither)."""
-    if isinstance(x, kind) and not isinstance(x, bool):
-        return x
-    want = HINTS["reading"]["int" if kind is numbers.Integral else "float"]
-    raise CheckFailed(f"{what}: expected {want}, got {type(x).__name__} {x!r:.40}")
-
-
-def check_size_card(fn, cards=None, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
+def check_size_card(fn, cards=None, scenarios: Sequence[Mapping] = (SCENARIO,), explain_errors: bool = False) -> None:
     """``fn(config, context, gpu_memory_bytes, dtype) -> {total_params, active_params,
     kv_cache_bytes_per_token, requests_that_fit}``, ints, exact, on every card (shipped names or
     ``{name: config}``) and scenario (default: :data:`VISIBLE_CASES`); ``fn`` gets a copy of
-    each config, via :func:`own_reading`."""
+    each config, refused :data:`READING`; ``explain_errors``: an error it raises fails too (a later check's blame)."""
     for group, scs in VISIBLE_CASES if cards is None else ((cards, scenarios),):
         configs, args = _cases(group, scs)
-        for name, cfg in configs.items():
-            for sc, a in zip(scs, args):
-                what = (_label("size_card", name, *a) if (name, cfg, dict(sc)) in _VISIBLE else
-                         on_hidden("size_card", *_card_kind(cfg, not isinstance(group, Mapping))))
-                try:
-                    got = as_keyed(own_reading(fn, copy.deepcopy(cfg), *a), SIZE_KEYS, what)
-                except TypeError as e:  # a null taken for its key's default: say so
-                    nulls = [k for k in NULL_KEYS if k in cfg and cfg[k] is None]
-                    if not nulls or "NoneType" not in str(e):
-                        raise
-                    raise CheckFailed(f"{what} raised TypeError ({e if HIDDEN not in what else withheld(e)}): "
-                                      + HINTS["size_card"]["null"].format(keys=", ".join(nulls))
-                                      + (f" ({HINTS['size_card']['null_kv']})" if "num_key_value_heads" in nulls
-                                         else "")) from None
-                expected, mistakes = expected_size(cfg, *a), size_mistakes(cfg, *a)
-                for key in SIZE_KEYS:
-                    _count(got[key], expected[key], f"{what}[{key!r}]", mistakes[key])
+        for (name, cfg), (sc, a) in product(configs.items(), zip(scs, args)):
+            what = _label("size_card", name, *a, shown=(name, cfg, dict(sc)) in _VISIBLE,
+                          kinds=_card_kind(cfg, not isinstance(group, Mapping)))
+            try:
+                got = as_keyed(call(fn, what, copy.deepcopy(cfg), *a, refuse=READING, explain_errors=explain_errors),
+                               SIZE_KEYS, what)
+            except TypeError as e:  # a null taken for its key's default: say so
+                if "NoneType" not in str(e) or not (nulls := [k for k in NULL_KEYS if k in cfg and cfg[k] is None]):
+                    raise
+                kv = f" ({HINTS['size_card']['null_kv']})" if "num_key_value_heads" in nulls else ""
+                raise CheckFailed(f"{what} raised TypeError ({e if HIDDEN not in what else withheld(e)}): "
+                                  + HINTS["size_card"]["null"].format(keys=", ".join(nulls)) + kv) from None
+            expected, mistakes = expected_size(cfg, *a), size_mistakes(cfg, *a)
+            for key in SIZE_KEYS:
+                _count(got[key], expected[key], f"{what}[{key!r}]", mistakes[key])
 
 
 def check_unknown_family(fn) -> None:
@@ -297,26 +266,17 @@ def check_unknown_family(fn) -> None:
     except (CheckFailed, NotImplementedError):  # an unwritten answer: the grader says so
         raise
     except Exception as e:  # noqa: BLE001 - which error the learner raised is the feedback
-        outcome = ("another error" if not isinstance(e, ValueError) else "valueerror naming it" if "bert" in str(e)
-                   else "valueerror without the name")
-        error = type(e).__name__
+        outcome, error = ("another error" if not isinstance(e, ValueError) else "valueerror naming it"
+                          if "bert" in str(e) else "valueerror without the name"), type(e).__name__
     words, what = HINTS["unknown_family"], "size_card(<bert-base-uncased>, ...)"
     try:  # the outcome recorded as a choice; the learner reads what their function did
-        check_choice(outcome, "valueerror naming it", what=what,
-                     choices=("valueerror naming it", *words), hints=words)
+        check_choice(outcome, "valueerror naming it", what=what, choices=("valueerror naming it", *words), hints=words)
     except CheckFailed:
-        did = HINTS["unknown_family_did"][outcome].format(error=error)
-        raise CheckFailed(f"{what} {did}: {words[outcome]}") from None
+        raise CheckFailed(f"{what} {HINTS['unknown_family_did'][outcome].format(error=error)}: {words[outcome]}") \
+            from None
 
 
-def _size_card_right(fn, cards, scenarios) -> None:
-    """:func:`check_size_card`, an error ``fn`` raises on these cards failing it too."""
-    try:
-        check_size_card(fn, cards, scenarios)
-    except (CheckFailed, NotImplementedError):
-        raise
-    except Exception:  # noqa: BLE001 - the learner's size_card raised here: it is not right
-        raise CheckFailed("size_card raised") from None
+_size_card_right = partial(check_size_card, explain_errors=True)  # a later check's blame
 
 
 def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Mapping] = (SCENARIO,)) -> None:
@@ -329,24 +289,20 @@ def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Map
     card = {n: n if cards_shown else "a card" for n in configs}  # a hidden test's cards: not named
     for sc, (context, memory, dtype) in zip(scenarios, args):
         shown = cards_shown and is_shown(sc, (SCENARIO,))
-        what = (_label("servable", f"{len(configs)} cards", context, memory, dtype) if shown else
-                 on_hidden("servable", "the shipped candidates" if cards_shown else "hidden cards"))
+        what = _label("servable", f"{len(configs)} cards", context, memory, dtype, shown=shown,
+                      kinds=("the shipped candidates" if cards_shown else "hidden cards",))
         reach = {n: c for n, c in configs.items() if context_limit(c) >= context}  # the others' sizes: no matter
         with blames(("size_card", _size_card_right, size_card, reach, [sc])):
             result = own_reading(fn, copy.deepcopy(configs), context, memory, dtype)
             if not isinstance(result, Mapping):
                 raise CheckFailed(f"{what}: " + words["not_a_dict"].format(type=type(result).__name__))
             expected = expected_servable(configs, context, memory, dtype)
-            for name in (k for k in result if k not in configs):  # the learner's own key
-                raise CheckFailed(f"{what}: " + words["not_given"].format(name=name))
-            for name in (n for n in result if n not in expected):
-                if context_limit(configs[name]) < context:
-                    long = f"{context:,}-token requests" if shown else "requests this long"
-                    raise CheckFailed(f"{what}: {card[name]} {words['too_short'].format(long=long)}")
-                if expected_size(configs[name], context, memory, dtype)["requests_that_fit"] == 0:
-                    raise CheckFailed(f"{what}: {card[name]} {words['no_room']}")
-            for name in (n for n in expected if n not in result):
-                raise CheckFailed(f"{what}: {card[name]} {words['missing']}")
+            # the first wrong card: the learner's own key, one too short or with no room, one missing
+            for why, name in ([("not_given", n) for n in result if n not in configs] or [
+                    ("too_short" if context_limit(configs[n]) < context else "no_room", n)
+                    for n in result if n not in expected] or [("missing", n) for n in expected if n not in result])[:1]:
+                raise CheckFailed(f"{what}: " + words[why].format(name=name, card=card.get(name), long=(
+                    f"{context:,}-token requests" if shown else "requests this long")))
             check_equal(sorted(result), sorted(expected), what=f"{what}: the cards that serve it")
             for name, n in expected.items():
                 _count(result[name], n, f"{what}[{card[name]!r}]",
@@ -357,11 +313,11 @@ def _sealed_dict(what: str, *keys: str, cards=(), scenarios: Sequence[Mapping] =
     """A check of a dict answer holding ``keys``, each compared with its sealed answer
     ``capstone/<what>/<key>`` in order; ``check(answer, size_card)`` also blames size_card on
     the ``cards`` and ``scenarios`` the answer is built from (:func:`~.exercise.blames`)."""
+    question = Question(tuple(SEALED[f"capstone/{what}/{key}"] for key in keys))
+
     def check(answer, size_card=None) -> None:
         with blames(("size_card", _size_card_right, size_card, cards, scenarios)):
-            got = as_keyed(answer, keys, what)
-            for key in keys:
-                check_sealed(got[key], SEALED[f"capstone/{what}/{key}"])
+            question(*map(as_keyed(answer, keys, what).get, keys))
     check.__name__ = check.__qualname__ = f"check_{what}"
     return check
 
@@ -388,8 +344,6 @@ check_flash_tib = Question((SEALED["capstone/flash_tib"],))
 def copy_eval_losses(period: int = COPY_PERIOD):
     """Per-token losses (200, 31), in nats, of the shipped induction model on ``repeated_tokens``
     of this period (seed :data:`COPY_SEED`): ``losses[:, i]`` is the loss of predicting token i + 1."""
-    import torch
-
     from ..tasks import repeated_tokens
     from ..training import load_induction_model, next_token_losses
     model, _ = load_induction_model()
@@ -403,23 +357,18 @@ def check_copy_losses(fn, periods: Sequence[int] = (COPY_PERIOD,), seeds: Sequen
     """``fn(losses, period) -> (mean loss of tokens 1 .. period, which nothing earlier predicts;
     mean loss of the copied tokens after them)``: ``losses[:, :period]`` and ``losses[:, period:]``,
     on the induction model's losses for each period and on a random tensor per seed."""
-    import torch
-    cases = [(copy_eval_losses(p), p, f"copy_losses(the induction model's losses, {p})"
-              if p == COPY_PERIOD else on_hidden("copy_losses", "the induction model's losses"))
-             for p in periods]
-    for seed in seeds:
-        n_seqs, pos = 3 + seed % 5, 12 + seed % 9
-        cases.append((torch.rand(n_seqs, pos - 1, generator=torch.Generator().manual_seed(seed)) * 5,
-                      2 + seed % (pos - 4), on_hidden("copy_losses", "a random loss tensor")))
-    for losses, p, what in cases:
-        result = as_tuple(own_work(fn, losses.clone(), p), 2, what, "unpredictable, copied")
+    model = "the induction model's losses"
+    cases = [(copy_eval_losses(p), p, model) for p in periods] + [(torch.rand(
+        3 + s % 5, 11 + s % 9, generator=torch.Generator().manual_seed(s)) * 5, 2 + s % (8 + s % 9),
+        "a random loss tensor") for s in seeds]
+    for losses, p, kind in cases:
+        what = label("copy_losses", f"{model}, {p}", shown=(kind, p) == (model, COPY_PERIOD), kinds=(kind,))
+        result = as_tuple(call(fn, what, losses.clone(), p, shown=HIDDEN not in what), 2, what, "unpredictable, copied")
         right, early, late, row = ((float(x[..., :k].mean()), float(x[..., k:].mean())) for x, k in (
             (losses, p), (losses, p - 1), (losses, p + 1), (losses[0], p)))
         for i, name in enumerate(("[0], the unpredictable tokens", "[1], the copied tokens")):
-            check_value(result[i], right[i], what=f"{what}{name}", rel=1e-5, mistakes=_words(
-                "copy_losses", early=early[i], late=late[i], swapped=right[1 - i],
-                everything=float(losses.mean()), one_row=row[i]))
-            whole(result[i], f"{what}{name}", numbers.Real)
+            _count(result[i], right[i], f"{what}{name}", _words("copy_losses", early=early[i], late=late[i],
+                   swapped=right[1 - i], everything=float(losses.mean()), one_row=row[i]), rel=1e-5)
 
 
 FLASH_CASES = (FLASH_CASE, RANDOM_CASES["score_bytes"])
@@ -441,7 +390,7 @@ def check_recap(answer) -> None:
     if not isinstance(answer, Mapping) or sorted(answer, key=str) != list(range(1, 7)):
         got = f"keys {sorted(answer, key=str)!r:.50}" if isinstance(answer, Mapping) else type(answer).__name__
         raise CheckFailed(words["not_a_dict"].format(got=got))
-    for lesson, pair in ((n, answer[n]) for n in range(1, 7)):
+    for lesson, pair in sorted(answer.items()):
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
             raise CheckFailed(words["not_a_pair"].format(lesson=lesson, pair=pair))
     pairs = {n: (as_option(answer[n][0], RECAP_IDEAS), as_option(answer[n][1], RECAP_QUESTIONS)) for n in range(1, 7)}
@@ -450,11 +399,9 @@ def check_recap(answer) -> None:
         for x in (x for x in used if x not in letters):
             raise CheckFailed(words["unknown_letter"].format(what=what, letters=", ".join(letters), x=x))
         for x in sorted({x for x in used if used.count(x) > 1})[:1]:
-            lessons = " and ".join(str(k) for k, p in pairs.items() if p[i] == x)
-            raise CheckFailed(words["twice"].format(what=what, x=x, lessons=lessons))
-    for lesson in range(1, 7):
-        for i in (0, 1):
-            check_sealed(pairs[lesson][i], RECAP_SEALS[lesson][i])
+            raise CheckFailed(words["twice"].format(what=what, x=x, lessons=" and ".join(
+                str(k) for k, p in pairs.items() if p[i] == x)))
+    Question(sum(RECAP_SEALS.values(), ()))(*sum(pairs.values(), ()))  # each letter against its seal, in order
 
 
 from ..tutor import announce as _announce  # noqa: E402
