@@ -23,6 +23,11 @@ never the input's values (course_lib.checks.on_hidden).  For every assignment:
    :class:`~course_lib.checks.CheckFailed` message may show a secret (:func:`leaked`; a shape
    of the visible part counts only whole, since it may hold a short hidden tuple by chance).
 
+4. **Hostile answers** (:func:`exfiltrators`): for every answer cell that defines functions, functions of the
+   same names that try to carry their arguments into the feedback (as text, inside a tuple, as the name of an
+   exception class, as a number plus a fraction).  No message of a hidden block may show a secret; an error
+   other than a check's counts too, as ``Type: message``, since the feedback shows it.
+
 Lesson 1 has its own test of the rule (tests/test_checks_lesson1.py) and is covered here too.
 """
 from __future__ import annotations
@@ -305,12 +310,14 @@ class Notebook:
             for part, code in self.parts(gid):
                 self.labels[part] += [(gid, w) for w in _recorded(code, self.ns, gid)]
 
-    def messages(self, wrong) -> list[tuple[str, str]]:
-        """``[(test cell, part, message)]``: the CheckFailed messages of the test cells
+    def messages(self, wrong, tolerant: bool = False) -> list[tuple[str, str]]:
+        """``[(test cell, part, message)]``: the messages (a CheckFailed's, or ``"Type: message"`` of another
+        error, as the feedback shows it: course_tools.scoring.describe_errors) of the test cells
         ``wrong`` loses, their visible part and their hidden block each run on its own
         (``part`` is ``"visible"`` or ``"hidden"``), after the answer cell is replaced by
         ``wrong``'s code and the later answer cells that read what it defines have run again
-        (test-yourself answers computed with an earlier function, ...)."""
+        (test-yourself answers computed with an earlier function, ...; ``tolerant``: one that raises is left as
+        it was, as the grader goes on past an answer cell that raised)."""
         ns = dict(self.ns)
         out = []
         with _quiet():
@@ -322,7 +329,8 @@ class Notebook:
                 elif changed and kind == "answer":
                     defined, read = _names(code)
                     if read & changed:
-                        exec(compile(code, gid, "exec"), ns)  # noqa: S102
+                        with contextlib.suppress(Exception) if tolerant else contextlib.nullcontext():
+                            exec(compile(code, gid, "exec"), ns)  # noqa: S102
                         changed |= defined
             assert changed, f"{wrong.cell} defines nothing"
             for gid in wrong.loses:
@@ -331,8 +339,8 @@ class Notebook:
                         exec(compile(code, gid, "exec"), dict(ns))  # noqa: S102
                     except AssertionError as e:  # CheckFailed is one
                         out.append((gid, part, str(e)))
-                    except Exception:  # noqa: BLE001 - the learner's own error, not a message of ours
-                        pass
+                    except Exception as e:  # noqa: BLE001 - the learner's own error: the feedback shows it too
+                        out.append((gid, part, f"{type(e).__name__}: {e}"))
         return out
 
     def parts(self, gid: str) -> list[tuple[str, str]]:
@@ -350,6 +358,31 @@ def _with_hidden_tests(a: str) -> bool:
     return any(marked_blocks(c.source, HIDDEN_BEGIN, HIDDEN_END) for c in _source(a).cells)
 
 
+_EXFILTRATE = {  # a hostile learner's function that tries to carry its (hidden) arguments into the feedback
+    "returns them as text": "return _leak(args, kwargs)",
+    "returns them inside a tuple": "return (_leak(args, kwargs),)",
+    "raises a class named after them": "raise type(_leak(args, kwargs), (Exception,), {})()",
+    "returns one plus a fraction": "return next(a for a in (*args, *kwargs.values()) if isinstance(a, int)) + 0.5",
+}
+_LEAK = ("def _leak(args, kwargs):  # the arguments, a tensor's or an array's as its shape\n"
+         "    return repr(([tuple(a.shape) if hasattr(a, 'shape') else a for a in args], kwargs))\n")
+
+
+def exfiltrators(nb: "Notebook") -> list:
+    """For every answer cell that defines functions, and each way of :data:`_EXFILTRATE`, a hostile answer: its
+    functions, whatever their arguments, try to show them in a check's message; it loses every test cell that
+    calls one of them."""
+    out = []
+    for gid, kind, code in nb.cells:
+        functions = sorted(n.name for n in ast.parse(code).body if isinstance(n, ast.FunctionDef)) \
+            if kind == "answer" else []
+        calls = tuple(t for t, test in nb.tests.items() if any(re.search(rf"\b{f}\b", test) for f in functions))
+        for why, body in _EXFILTRATE.items() if functions and calls else ():
+            source = _LEAK + "".join(f"def {f}(*args, **kwargs):\n    {body}\n" for f in functions)
+            out.append(wrong_answers.Wrong(gid, source, calls, f"{', '.join(functions)} {why}"))
+    return out
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_feedback_on_hidden_inputs_names_no_hidden_value(assignment):
     """Every wrong answer's messages, and every label the checks record on the hidden inputs,
@@ -364,12 +397,14 @@ def test_feedback_on_hidden_inputs_names_no_hidden_value(assignment):
              for gid, what in nb.labels["hidden"] if (shown := leaked(what, secrets))]
     registry = wrong_answers.load(assignment)
     assert registry, f"tests/wrong_answers/{assignment}.py lists no wrong answer"
-    hidden_messages = 0
-    for wrong in registry:
-        messages = nb.messages(wrong)
-        assert messages, f"{wrong.why!r}: none of {wrong.loses} raised a check's message"
+    hidden_messages, hostile = 0, exfiltrators(nb)
+    for wrong in [*registry, *hostile]:
+        messages = nb.messages(wrong, tolerant=wrong in hostile)
+        assert messages or wrong in hostile, f"{wrong.why!r}: none of {wrong.loses} raised a check's message"
         for gid, part, message in messages:
             hidden_messages += part == "hidden"
+            if wrong in hostile and part == "visible":
+                continue  # a hostile answer shows the visible inputs, which the learner has
             if shown := leaked(message, secrets, hidden=part == "hidden"):
                 found.append(f"{wrong.why!r}, {gid} ({part} part): {message!r} shows {shown}")
     if _with_hidden_tests(assignment):

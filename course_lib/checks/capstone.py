@@ -22,7 +22,7 @@ from ..cards import card_config, card_names, shape_from_config
 from ..memory import kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, requests_that_fit, weight_bytes
 from ..params import count_params, mlp_params
 from ..units import ACCELERATORS, GB, H100_SXM_BYTES, GiB, dtype_bytes
-from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_value, is_shown, own_work,
+from . import (CheckFailed, as_keyed, as_tuple, check_choice, check_equal, check_value, got_words, is_shown, own_work,
                watch_calls, withheld)
 from .exercise import HIDDEN, Question, blames, call, label, merged
 from .hints import load as _load_hints, words
@@ -231,7 +231,7 @@ def _count(got, expected, what: str, mistakes: Mapping, rel: float = 0.0) -> Non
     check_value(got, expected, what=what, rel=rel, integer=not rel, mistakes=mistakes)
     if not isinstance(got, numbers.Real if rel else numbers.Integral) or isinstance(got, bool):
         raise CheckFailed(f"{what}: expected {HINTS['reading']['float' if rel else 'int']}, "
-                          f"got {type(got).__name__} {got!r:.40}")
+                          f"got {got_words(got, what, 40)}")
 
 
 def check_size_card(fn, cards=None, scenarios: Sequence[Mapping] = (SCENARIO,), explain_errors: bool = False) -> None:
@@ -247,9 +247,15 @@ def check_size_card(fn, cards=None, scenarios: Sequence[Mapping] = (SCENARIO,), 
             try:
                 got = as_keyed(call(fn, what, copy.deepcopy(cfg), *a, refuse=READING, explain_errors=explain_errors),
                                SIZE_KEYS, what)
-            except TypeError as e:  # a null taken for its key's default: say so
-                if "NoneType" not in str(e) or not (nulls := [k for k in NULL_KEYS if k in cfg and cfg[k] is None]):
+            except (CheckFailed, NotImplementedError):
+                raise
+            except Exception as e:  # noqa: BLE001 - a null taken for its key's default: say so
+                nulls = [k for k in NULL_KEYS if k in cfg and cfg[k] is None] \
+                    if isinstance(e, TypeError) and "NoneType" in str(e) else []
+                if not nulls and HIDDEN not in what:
                     raise
+                if not nulls:  # another error on a hidden card: as call words it, its numbers withheld
+                    raise CheckFailed(f"{what} raised {got_words(e, what, 0)}: {withheld(e)}") from None
                 kv = f" ({HINTS['size_card']['null_kv']})" if "num_key_value_heads" in nulls else ""
                 raise CheckFailed(f"{what} raised TypeError ({e if HIDDEN not in what else withheld(e)}): "
                                   + HINTS["size_card"]["null"].format(keys=", ".join(nulls)) + kv) from None
@@ -293,9 +299,9 @@ def check_servable(fn, size_card=None, cards=CANDIDATES, scenarios: Sequence[Map
                       kinds=("the shipped candidates" if cards_shown else "hidden cards",))
         reach = {n: c for n, c in configs.items() if context_limit(c) >= context}  # the others' sizes: no matter
         with blames(("size_card", _size_card_right, size_card, reach, [sc])):
-            result = own_reading(fn, copy.deepcopy(configs), context, memory, dtype)
+            result = call(fn, what, copy.deepcopy(configs), context, memory, dtype, shown=shown, refuse=READING)
             if not isinstance(result, Mapping):
-                raise CheckFailed(f"{what}: " + words["not_a_dict"].format(type=type(result).__name__))
+                raise CheckFailed(f"{what}: " + words["not_a_dict"].format(type=got_words(result, what, 0)))
             expected = expected_servable(configs, context, memory, dtype)
             # the first wrong card: the learner's own key, one too short or with no room, one missing
             for why, name in ([("not_given", n) for n in result if n not in configs] or [

@@ -410,7 +410,8 @@ def read_choice(x, what: str, options: Sequence):
     """The one of ``options`` that ``x`` is (:func:`~.sealed.as_option`: ``" Keys_and  values"`` is ``"keys and
     values"``), else :class:`CheckFailed` naming the options."""
     if (found := as_option(x, options)) not in options:
-        raise CheckFailed(f"{what}: answer with one of {', '.join(map(repr, options))}, got {x!r:.60}")
+        raise CheckFailed(f"{what}: answer with one of {', '.join(map(repr, options))}, "
+                          f"got {repr(x)[:60] if HIDDEN not in what else got_words(x, what)}")
     return found
 
 
