@@ -266,7 +266,8 @@ def check_moe_sizes(fn, layers: Sequence[Mapping] = MOE_LAYERS) -> None:
                            n_ctx=1, n_experts=E, n_experts_per_tok=k, mlp=mlp, mlp_bias=spec["bias"])
         router, expert = router_params_per_layer(shape), mlp_params(shape)
         total, bias = router + E * expert, sum(p.numel() for n, p in layer.named_parameters() if n.endswith("bias"))
-        assert total == sum(p.numel() for p in layer.parameters())  # course_lib == numel
+        if total != sum(p.numel() for p in layer.parameters()):  # the check's own premise: not the learner's fault
+            raise RuntimeError("moe_sizes: course_lib's count of the layer differs from its numel (a course bug)")
         what, (_, active) = _check(fn, "moe_sizes", None, spec, (MOE_LAYERS, ()), (layer, x), "total, active per token",
             (0, "the total", total, _hints("moe_sizes", one_token=router + k * expert, no_router=total - router,
                                           one_expert=expert, router_per_expert=E * (router + expert),
