@@ -98,6 +98,26 @@ def call(fn: Callable, label: str, *args, shown: bool = True, shortcuts: Mapping
                           f"{e if shown else withheld(e)}") from None
 
 
+def torch_watch(matches: Callable[[Any, tuple, dict], bool], *, dispatch: bool = False) -> Callable[[list], Any]:
+    """A watch for :func:`call`'s ``refuse``: ``watch(found)`` appends to ``found`` each torch function called while
+    it is on for which ``matches(func, args, kwargs)`` holds (``dispatch``: each operator at torch's dispatcher,
+    however it is reached, a fused kernel's C++ path too)."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Watch(TorchDispatchMode if dispatch else TorchFunctionMode):
+        def __init__(self, found: list):
+            super().__init__()
+            self.found = found
+
+        def seen(self, func, types, args=(), kwargs=None):
+            if matches(func, args, kwargs or {}):
+                self.found.append(str(func))
+            return func(*args, **(kwargs or {}))
+    setattr(Watch, "__torch_dispatch__" if dispatch else "__torch_function__", Watch.seen)
+    return Watch
+
+
 def _shortcut_words(name: str, found: str) -> str:
     where = found if found.startswith("torch's") else f"course_lib.{found}"
     return f"{name} calls {where}, which computes this answer: write it yourself, then compare with it"

@@ -12,7 +12,6 @@ from typing import Callable, Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from .. import positions as _positions
 from ..block import TransformerBlock
@@ -23,7 +22,7 @@ from ..tiled_attention import initial_state, online_softmax_update
 from ..units import GiB
 from . import CheckFailed, check_choice, check_close, got_words, is_shown, watch_calls
 from .exercise import (RANDOM_TAG, Exercise, Inputs, Part, Question, attempt, blames, call,  # noqa: F401 - tests
-                       close, compare, every, label, merged, name_mistake, sealed_picks)
+                       close, compare, every, label, merged, name_mistake, sealed_picks, torch_watch)
 from .hints import load as _load_hints, words
 from .sealed import as_option, load as _load_sealed
 
@@ -82,20 +81,10 @@ VENDOR_QUESTIONS = HINTS["options"]["vendor_questions"]
 
 # --- the shared steps of this lesson's checks ----------------------------------------------------
 
-class _AtenOps(TorchDispatchMode):  # a watch of torch's fused attention however it is reached (a C++ path too)
-    def __init__(self, found: list):
-        super().__init__()
-        self.found = found
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if "scaled_dot_product" in str(func):
-            self.found.append(str(func))
-        return func(*args, **(kwargs or {}))
-
-
 _COURSE_LIB = (partial(watch_calls, files=dict.fromkeys(("positions.py", "attention.py", "tiled_attention.py",
                                                           "block.py"))), HINTS["by_hand"]["course_lib"])
-_FUSED = (_AtenOps, HINTS["by_hand"]["fused"])
+_FUSED = (torch_watch(lambda func, *_: "scaled_dot_product" in str(func), dispatch=True),  # however it is reached
+          HINTS["by_hand"]["fused"])
 
 
 def _try(fn, name: str, case, visible: Sequence, text, *args, kinds=(), refuse=(_COURSE_LIB,), **kwargs):

@@ -22,7 +22,7 @@ from ..units import GB, GiB
 from . import (HIDDEN, CheckFailed, as_keyed, as_tuple, builds_on, check_value, got_words, heads_kind, is_shown,
                on_hidden)
 from .exercise import (RANDOM_TAG, Question, attempt, call, compare, dtype_name as _dtype, exactly,  # noqa: F401
-                       merged, name_mistake, requires)  # RANDOM_TAG: for the tests
+                       merged, name_mistake, requires, torch_watch)  # RANDOM_TAG: for the tests
 from .hints import load as _load_hints, words
 from .sealed import load as _load_sealed
 
@@ -117,19 +117,11 @@ def _attend(q, k, v, causal=True, scale=True, dim=-1):
     return scores.masked_fill(mask, float("-inf")).softmax(dim) @ v
 
 
-def _pairing(found: list):
-    """A watch (own_work's refuse): torch's scaled_dot_product_attention(..., enable_gqa=True) pairing heads."""
-    from torch.overrides import TorchFunctionMode
-
-    class Pairing(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            q, k = [*args[:2], *(kwargs.get(n) for n in ("query", "key")[len(args[:2]):])]
-            if getattr(func, "__name__", "") == "scaled_dot_product_attention" and kwargs.get("enable_gqa") \
-                    and q.shape[-3] != k.shape[-3]:
-                found.append(func.__name__)
-            return func(*args, **kwargs)
-    return Pairing()
+def _pairs_heads(func, args, kwargs) -> bool:
+    """torch's scaled_dot_product_attention(..., enable_gqa=True) pairing each query head with its key/value head."""
+    q, k = [*args[:2], *(kwargs.get(n) for n in ("query", "key")[len(args[:2]):])]
+    return getattr(func, "__name__", "") == "scaled_dot_product_attention" and bool(kwargs.get("enable_gqa")) \
+        and q.shape[-3] != k.shape[-3]
 
 
 def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
@@ -145,7 +137,7 @@ def check_gqa(fn, cases: Sequence[Mapping] = GQA_CASES) -> None:
         what = f"grouped_query_attention on q {tuple(q.shape)}, k and v {tuple(k.shape)}" if shown \
             else on_hidden("grouped_query_attention", heads_kind(case["n_heads"], case["n_kv_heads"]))
         got = call(fn, what, q.clone(), k.clone(), v.clone(), shown=shown, shortcuts=_SHORTCUTS,
-                   explain_errors=True, refuse=[(_pairing, h["enable_gqa"])])
+                   explain_errors=True, refuse=[(torch_watch(_pairs_heads), h["enable_gqa"])])
         tensor, g = isinstance(got, torch.Tensor), case["n_heads"] // case["n_kv_heads"]
         ki, vi = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
         compare(got.detach().float() if tensor else got, F.scaled_dot_product_attention(
