@@ -28,7 +28,8 @@ SEALED, H = _load_sealed("lesson3"), _load_hints("lesson3")
 BLOCK_CASES = (dict(d_model=768, d_ff=3072, style="gpt2"), dict(d_model=4096, d_ff=11008, style="llama"))
 """Visible cases of :func:`check_block_parts` and :func:`check_ff_share`: GPT-2 small's and Llama 2 7B's."""
 STREAM_BLOCKS = NO_OP_BLOCKS = (dict(style="gpt2", seed=0),)
-ADD_CASES, PRUNE_CASES = (dict(model="chain", where=1),), (dict(model="chain", k=40),)
+ADD_CASES = (dict(model="chain", where=1), dict(model="toy", n_layers=3, where=0))  # appended, and put first
+PRUNE_CASES = (dict(model="chain", k=40),)
 NEURON_LAYERS, REPORT_CASES = (dict(d_model=32, d_ff=64, seed=0),), (dict(how="ff", k=36), dict(how="kv", n_kv_heads=2))
 """The other checks' visible cases; the notebook's hidden tests pass others."""
 STYLES, BLOCK_KEYS = ("gpt2", "llama"), ("attention", "feed_forward", "norms")

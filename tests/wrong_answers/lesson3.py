@@ -125,6 +125,12 @@ def add_no_op_block(model, where):
     model.blocks.insert(where, make_no_op(TransformerBlock(model.shape)))
     return model
 '''.strip(), ["t-add-block"], "the original model changed in place (no copy)"),
+    Wrong("q-add-block", '''
+def add_no_op_block(model, where):
+    grown = copy.deepcopy(model)
+    grown.blocks.append(make_no_op(TransformerBlock(model.shape)))
+    return grown
+'''.strip(), ["t-add-block"], "where ignored: the block appended (the visible test puts one first)"),
 
     # --- exercise 6: neuron_scores (prune builds on it) ------------------------------------------
     Wrong("q-neuron-scores", _SCORES.format(expr="mlp.up.weight.norm(dim=1)"),
