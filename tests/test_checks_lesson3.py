@@ -459,11 +459,18 @@ def _fixed_report(original, compressed, task):
 def test_every_visible_test_catches_an_answer_that_ignores_its_arguments(check, fn):
     """Each answer is right on the lesson's fixed visible input (so without the input made at
     run time the visible test could not tell), and fails on the run-time one, named as such."""
-    # the report's visible test has two fixed cases; an answer fixed to the first is tried on
-    # that one and on the run-time one
-    only_first = {"cases": (L3.REPORT_CASES[0], *L3.RANDOM_REPORT)} if fn is _fixed_report else {}
+    # the report's and add_block's visible tests have two fixed cases; an answer fixed to the first is tried on
+    # that one and on the run-time one (add_block's second fixed case catches it too: test below)
+    only_first = {"cases": (L3.REPORT_CASES[0], *L3.RANDOM_REPORT)} if fn is _fixed_report else \
+        {"cases": (L3.ADD_CASES[0], *L3.RANDOM_ADD)} if check is L3.check_add_block else {}
     msg = fails(check, fn, **only_first)
     assert msg.startswith(L3.RANDOM_TAG), msg
+
+
+def test_an_add_block_that_ignores_where_fails_the_visible_test():
+    """Appending whatever ``where`` says fails a fixed visible case (a block put first), not only a hidden one."""
+    msg = fails(L3.check_add_block, lambda model, where: add_right(model, len(model.blocks)))
+    assert "where=0" in msg and "order" in msg and not msg.startswith(L3.RANDOM_TAG), msg
 
 
 def test_a_no_op_that_assumes_biases_fails_the_visible_random_block():
