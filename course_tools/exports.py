@@ -98,14 +98,20 @@ def read_canvas_export(path: Path) -> tuple[list[str], list[list[str]]]:
 def _canvas_column(header: list[str], assignment: str, title: str | None) -> int | None:
     """The column of ``assignment`` in a Canvas export: its header without the ``(<id>)``
     Canvas appends, compared without case, spaces or punctuation (``Lesson 1 (98765)`` is
-    ``lesson1``'s column)."""
+    ``lesson1``'s column); else the one header that starts with that name and goes on with words
+    (``Lesson 3: The block (2003)`` is ``lesson3``'s; ``Lesson 30`` is not).  None if there is no
+    such column, or several start so (which one is not guessed)."""
     def key(text: str) -> str:
         return re.sub(r"[^a-z0-9]", "", text.lower())
+    names = [re.sub(r"\s*\(\d+\)\s*$", "", h) for h in header]
     want = {key(assignment), key(title or assignment)}
-    for i, h in enumerate(header):
-        if key(re.sub(r"\s*\(\d+\)\s*$", "", h)) in want:
+    for i, h in enumerate(names):
+        if key(h) in want:
             return i
-    return None
+    start = re.compile(r"[\W_]*" + r"[\W_]*".join(map(re.escape, re.findall(r"[a-z]+|\d+", assignment.lower())))
+                       + r"(?![a-z0-9])")
+    found = [i for i, h in enumerate(names) if start.match(h.lower())]
+    return found[0] if len(found) == 1 else None
 
 
 def write_canvas_gradebook(export: Path, reports, assignment: str, path: Path,

@@ -372,6 +372,19 @@ def test_a_canvas_column_is_found_by_its_name_whatever_the_case_and_spaces():
     assert _canvas_column(header, "lesson2", None) is None
 
 
+def test_a_canvas_column_named_after_the_lesson_and_its_title_is_found():
+    """An instructor names the Canvas assignment "Lesson 3: The block" (the newcomer trial's export): that
+    column is lesson3's; "Lesson 30" is not, and of two that could be, neither is guessed."""
+    from course_tools.exports import _canvas_column
+    header = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lesson 30 (2001)",
+              "Lesson 3: The block (2003)", "Capstone - size a real card (2009)", "Current Score"]
+    assert _canvas_column(header, "lesson3", None) == 6
+    assert _canvas_column(header, "capstone", None) == 7
+    assert _canvas_column(header, "lesson30", None) == 5
+    assert _canvas_column(header, "lesson1", None) is None
+    assert _canvas_column([*header, "Lesson 3 quiz (2010)"], "lesson3", None) is None
+
+
 def test_a_download_of_many_assignments_says_how_many_notebooks_it_did_not_name():
     """The refusal names five of the download's notebooks and counts the rest, rather than reading as if
     there were five (the newcomer trial's finding)."""
