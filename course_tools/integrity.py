@@ -98,8 +98,9 @@ def kernels_course_lib_problem(sandboxed: bool) -> str:
         return ""
     found = f"import course_lib from {theirs}" if theirs else "cannot import course_lib"
     other = theirs.parent if theirs else "the checkout it holds"
-    return (f"kernels of this Python environment ({sys.prefix}) {found}, not this grader's {mine}: install this "
-            f"checkout in it (pip install -e {mine.parent}) or grade from {other}")
+    return (f"kernels of this Python environment ({sys.prefix}) {found}, not this grader's {mine}: grade from "
+            f"{other}, or give this checkout an environment of its own (make .venv/.installed in {mine.parent}); "
+            "installing it into this one would move every checkout that shares it")
 
 
 def course_lib_fingerprint() -> str:

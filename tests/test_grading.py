@@ -585,4 +585,4 @@ def test_a_checkout_whose_kernels_import_another_course_lib_is_refused_in_one_li
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1, run.stderr
     assert f"import course_lib from {REPO / 'course_lib'}, not this grader's {other / 'course_lib'}" in lines[0]
-    assert f"pip install -e {other}" in lines[0] and not (tmp_path / "out").exists()
+    assert f"make .venv/.installed in {other}" in lines[0] and not (tmp_path / "out").exists()
