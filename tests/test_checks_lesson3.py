@@ -231,6 +231,8 @@ def test_ff_share_mistakes():
         lambda d, f, s: parts_right(d, f, s)["feed_forward"] / (parts_right(d, f, s)["attention"]
                                                                 + parts_right(d, f, s)["feed_forward"]))
     assert "percentage" in fails(L3.check_ff_share, lambda d, f, s: 100 * share_right(d, f, s))
+    msg = fails(L3.check_ff_share, lambda d, f, s: round(share_right(d, f, s), 3))  # a newcomer's trial
+    assert "rounded to 3 decimals" in msg and "make sure its test passes" not in msg, msg
 
 
 def _zero(block, names, bias=True):

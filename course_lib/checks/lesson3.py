@@ -199,7 +199,8 @@ check_ff_share = Exercise("ff_share", **SIZES, parts=[Part(
         H["ff_share"], two_thirds=2 / 3, no_norms=r["feed_forward"] / (r["attention"] + r["feed_forward"]),
         ratio=r["feed_forward"] / r["attention"], attention=r["attention"] / r["total"],
         percent=100 * (r["feed_forward"] / r["total"]), swiglu_two=2 * r["d_model"] * r["d_ff"] / (
-            r["attention"] + 2 * r["d_model"] * r["d_ff"] + r["norms"]) if r["style"] == "llama" else None))])
+            r["attention"] + 2 * r["d_model"] * r["d_ff"] + r["norms"]) if r["style"] == "llama" else None) | {
+        H["ff_share"]["decimals"].format(k=k): round(r["feed_forward"] / r["total"], k) for k in (2, 3, 4)})])
 """``ff_share(d_model, d_ff, style) -> share``: the feed-forward layer's fraction of one block's
 parameters (attention, feed-forward and the block's two norms), not rounded."""
 
