@@ -266,7 +266,7 @@ class Inputs:
 
 @dataclass(frozen=True)
 class Part:
-    """One value of a learner's result, checked with :func:`check_value` (or an array, with :func:`compare`).
+    """One value of a learner's result, checked with :func:`check_value`.
 
     Attributes:
         index: where it is in the result (a tuple position or a dict key); None for the
@@ -288,13 +288,6 @@ class Part:
     suffix: str = ""
     """Optional: how a message names this part after the call's label on any input, shown or
     hidden (``"[0], the ridge point"``); default: :func:`part_label`'s."""
-    close: tuple[float, float] | None = None
-    """Optional: ``(rtol, atol)``: the part is an array (a tensor, with ``tensor``), compared by :func:`compare`
-    (``mistakes`` give arrays, computed only on a wrong answer; ``shape_words``, ``tensor``, ``record`` as there)
-    rather than a number."""
-    shape_words: str = ""
-    tensor: bool = False
-    record: tuple[float, float] | None = None
 
 
 class Check:
@@ -335,8 +328,8 @@ class Question(Check):
 @dataclass(frozen=True)
 class Exercise(Check):
     """A function exercise: the learner's ``name``, tried on ``inputs``, each result compared
-    part by part with ``reference(args)`` (a dict; the args, and what ``make`` built, are merged in,
-    for the parts' mistakes).  ``returns`` says how to read the result: ``None`` (one value), a text naming
+    part by part with ``reference(args)`` (a dict; the args are merged in, for the parts'
+    mistakes).  ``returns`` says how to read the result: ``None`` (one value), a text naming
     the tuple's values in order (``"total, active"``), or a tuple of dict keys.  ``shortcuts``
     and ``c_functions``: see :func:`call`."""
     name: str
@@ -357,10 +350,6 @@ class Exercise(Check):
     parameters may have any names), rather than as keywords."""
     explain_errors: bool = False
     """Whether an error ``fn`` raises on a shown input is one line naming it too (:func:`call`)."""
-    make: Callable[[Mapping], Mapping] | None = None
-    """Optional: the arguments built from a case (a toy model, tensors drawn from its seed), as ``{name:
-    object}``: ``fn`` gets them positionally in that order, and ``reference`` and the parts see them beside the
-    case's values, made again (an answer that changes its inputs in place does not move the reference)."""
 
     def unpack(self, result, label: str):
         if self.returns is None:
@@ -391,25 +380,18 @@ class Exercise(Check):
 
     def check_one(self, fn, args: Mapping) -> None:
         label = self.inputs.label(self.name, args)
-        shown, made = HIDDEN not in label, self.make(args) if self.make else None
-        positional = made.values() if made is not None else args.values() if self.positional else ()
-        result = self.unpack(call(fn, label, *positional, shown=shown, shortcuts=self.shortcuts,
-                                  c_functions=self.c_functions, explain_errors=self.explain_errors,
-                                  **({} if made is not None or self.positional else args)), label)
-        ref = {**args, **(self.make(args) if self.make else {})}  # made anew: fn may have changed its own
-        ref |= self.reference(ref)
+        shown, positional = HIDDEN not in label, self.positional
+        result = self.unpack(call(fn, label, *(args.values() if positional else ()), shown=shown,
+                                  shortcuts=self.shortcuts, c_functions=self.c_functions,
+                                  explain_errors=self.explain_errors, **({} if positional else args)), label)
+        ref = {**args, **self.reference(args)}
         for part in self.parts:
             got = result if part.index is None else result[part.index]
             want = ref[part.expected] if isinstance(part.expected, str) else part.expected(ref)
             what = label + part.suffix if part.suffix else part_label(label, part.index, part.name)
+            mistakes = part.mistakes(ref) if part.mistakes else None
             with builds_on(*part.builds_on) if part.builds_on else nullcontext():
-                if part.close:
-                    compare(got, want, what=what, shown=shown, rtol=part.close[0], atol=part.close[1],
-                            tensor=part.tensor, shape_words=part.shape_words, record=part.record,
-                            mistakes=part.mistakes and partial(part.mistakes, ref))
-                else:
-                    check_value(got, want, what=what, rel=part.rel, integer=part.integer,
-                                mistakes=part.mistakes(ref) if part.mistakes else None)
+                check_value(got, want, what=what, rel=part.rel, integer=part.integer, mistakes=mistakes)
 
 
 # --- shared words and names for lessons' checks ------------------------------------------------
